@@ -1,0 +1,17 @@
+//! larder-proto: parse memcached requests and encode memcached replies.
+//!
+//! Pure functions over byte slices: no I/O, no allocation per request, no
+//! knowledge of the store. A request borrows the connection's read buffer
+//! (keys and values are never copied); replies are appended to the
+//! connection's write buffer.
+//!
+//! The contract is memcached 1.6's `doc/protocol.txt`, and where the text is
+//! silent, the bytes memcached 1.6.18 actually sends.
+//!
+//! * [`text`]: the text (ASCII) protocol request parser.
+//! * [`reply`]: encoders for every reply line the text protocol sends.
+
+pub mod reply;
+pub mod text;
+
+pub use text::{parse, Keys, Limits, Parsed, Request, StoreCommand};
