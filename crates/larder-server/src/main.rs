@@ -1,1 +1,253 @@
-fn main() {}
+//! `larder`: a memcached-compatible cache server.
+//!
+//! Start-up order matters and follows memcached: parse flags, detach (`-d`)
+//! before any thread exists, raise the descriptor limit for `-c`, bind the
+//! sockets (possibly privileged ports), drop privileges (`-u`), write the pid
+//! file, then start the workers. The main thread then only waits for
+//! SIGTERM/SIGINT (the `shutdown` command raises SIGTERM too) and tears down.
+
+mod clock;
+mod config;
+mod exec;
+mod listen;
+mod registry;
+mod report;
+mod server;
+mod session;
+mod stats;
+mod udp;
+mod worker;
+
+use config::{Command, Settings};
+use server::Server;
+use std::process::exit;
+use std::sync::Arc;
+
+/// sysexits.h EX_USAGE / EX_OSERR, as memcached uses.
+const EX_USAGE: i32 = 64;
+const EX_OSERR: i32 = 71;
+
+fn main() {
+    let settings = match config::parse_args(std::env::args().skip(1)) {
+        Ok(Command::Run(s)) => s,
+        Ok(Command::Help) => {
+            print!("{}", config::help_text());
+            return;
+        }
+        Ok(Command::Version) => {
+            println!("larder {} (memcached {} compatible)", env!("CARGO_PKG_VERSION"), stats::VERSION);
+            return;
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            exit(EX_USAGE);
+        }
+    };
+    for w in &settings.warnings {
+        eprintln!("larder: warning: {w}");
+    }
+    if let Err(e) = run(settings) {
+        eprintln!("{e}");
+        exit(EX_OSERR);
+    }
+}
+
+fn run(settings: Settings) -> Result<(), String> {
+    if settings.daemonize {
+        daemonize(settings.verbose > 0)?;
+    }
+    raise_fd_limit(settings.max_connections);
+    if settings.coredumps {
+        raise_core_limit();
+    }
+    let store_config = larder_store::Config {
+        memory_limit: settings.memory_limit,
+        item_size_max: settings.item_size_max,
+        evict: settings.evictions,
+        ..larder_store::Config::default()
+    };
+    let store = larder_store::Store::new(store_config).map_err(|e| format!("larder: {}", e.0))?;
+    let bound = listen::bind_all(&settings)?;
+    drop_privileges(&settings)?;
+    if let Some(pidfile) = &settings.pidfile {
+        if settings.daemonize {
+            std::fs::write(pidfile, format!("{}\n", std::process::id()))
+                .map_err(|e| format!("Could not open the pid file {pidfile} for writing: {e}"))?;
+        }
+    }
+    let signals = block_signals();
+
+    let listeners_count = bound.listeners.len() + bound.udp.len();
+    let srv = Arc::new(Server::new(settings, store, listeners_count));
+    listen::register_listeners(&srv, &bound.listeners, &bound.udp);
+
+    let mut inboxes = Vec::new();
+    let mut threads = Vec::new();
+    for id in 0..srv.settings.threads {
+        let udp = listen::udp_for_worker(&bound.udp).map_err(|e| format!("larder: udp: {e}"))?;
+        let (worker, inbox) = worker::Worker::new(id, srv.clone(), udp).map_err(|e| format!("larder: worker: {e}"))?;
+        inboxes.push(inbox);
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("larder-worker-{id}"))
+                .spawn(move || worker.run())
+                .map_err(|e| format!("larder: cannot start worker thread: {e}"))?,
+        );
+    }
+    let acceptor = {
+        let srv = srv.clone();
+        let inboxes = inboxes.clone();
+        let listeners = bound.listeners;
+        std::thread::Builder::new()
+            .name("larder-accept".into())
+            .spawn(move || listen::run_acceptor(srv, listeners, inboxes))
+            .map_err(|e| format!("larder: cannot start acceptor: {e}"))?
+    };
+    if srv.verbosity() > 0 {
+        eprintln!("larder: ready, {} worker threads", srv.settings.threads);
+    }
+
+    let sig = wait_for_signal(&signals);
+    if srv.verbosity() > 0 {
+        eprintln!("larder: signal {sig} received, shutting down");
+    }
+    srv.mark_stopping();
+    for inbox in &inboxes {
+        inbox.wake();
+    }
+    for t in threads {
+        let _ = t.join();
+    }
+    let _ = acceptor.join();
+    if let Some(path) = &srv.settings.unix_socket {
+        let _ = std::fs::remove_file(path);
+    }
+    if let (Some(pidfile), true) = (&srv.settings.pidfile, srv.settings.daemonize) {
+        let _ = std::fs::remove_file(pidfile);
+    }
+    Ok(())
+}
+
+/// Detach from the terminal: fork, new session, stdio to /dev/null (unless
+/// verbose, where memcached keeps stderr for its messages).
+fn daemonize(keep_stderr: bool) -> Result<(), String> {
+    // SAFETY: called before any thread is spawned, so fork is safe; each
+    // libc call's result is checked.
+    unsafe {
+        match libc::fork() {
+            -1 => return Err(format!("larder: fork failed: {}", std::io::Error::last_os_error())),
+            0 => {}
+            _ => libc::_exit(0),
+        }
+        if libc::setsid() == -1 {
+            return Err(format!("larder: setsid failed: {}", std::io::Error::last_os_error()));
+        }
+        let _ = libc::chdir(c"/".as_ptr());
+        let fd = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+        if fd >= 0 {
+            libc::dup2(fd, 0);
+            libc::dup2(fd, 1);
+            if !keep_stderr {
+                libc::dup2(fd, 2);
+            }
+            if fd > 2 {
+                libc::close(fd);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Make room for `-c` connections plus the server's own descriptors.
+fn raise_fd_limit(max_connections: usize) {
+    let want = (max_connections + 64) as libc::rlim_t;
+    // SAFETY: getrlimit/setrlimit on a struct we own.
+    unsafe {
+        let mut rl: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) != 0 || rl.rlim_cur >= want {
+            return;
+        }
+        rl.rlim_cur = want.min(rl.rlim_max);
+        if rl.rlim_cur < want {
+            // Root may raise the hard limit too.
+            let raised = libc::rlimit { rlim_cur: want, rlim_max: want.max(rl.rlim_max) };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                return;
+            }
+        }
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < want {
+            eprintln!("larder: warning: descriptor limit {} is below -c {} + 64", rl.rlim_cur, max_connections);
+        }
+    }
+}
+
+fn raise_core_limit() {
+    // SAFETY: getrlimit/setrlimit on a struct we own.
+    unsafe {
+        let mut rl: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_CORE, &mut rl) == 0 {
+            rl.rlim_cur = rl.rlim_max;
+            libc::setrlimit(libc::RLIMIT_CORE, &rl);
+        }
+    }
+}
+
+/// `-u`: when started as root, become that user.
+fn drop_privileges(s: &Settings) -> Result<(), String> {
+    // SAFETY: getuid has no preconditions.
+    if unsafe { libc::getuid() } != 0 {
+        return Ok(());
+    }
+    let Some(user) = &s.user else {
+        // memcached refuses to run as root without -u. larder runs, but says
+        // so: a cache has no business holding root privileges.
+        eprintln!("larder: warning: running as root; pass -u <user> to drop privileges");
+        return Ok(());
+    };
+    let name = std::ffi::CString::new(user.as_str()).map_err(|_| "larder: bad user name".to_string())?;
+    // SAFETY: getpwnam returns a pointer to static storage or null; we read
+    // it before any other call that could overwrite it.
+    unsafe {
+        let pw = libc::getpwnam(name.as_ptr());
+        if pw.is_null() {
+            return Err(format!("can't find the user {user} to switch to"));
+        }
+        let (uid, gid) = ((*pw).pw_uid, (*pw).pw_gid);
+        if uid == 0 {
+            return Ok(());
+        }
+        if libc::setgroups(0, std::ptr::null()) != 0 || libc::setgid(gid) != 0 || libc::setuid(uid) != 0 {
+            return Err(format!("failed to assume identity of user {user}"));
+        }
+    }
+    Ok(())
+}
+
+/// Block the shutdown signals in every thread (threads inherit the mask), so
+/// the main thread can take them synchronously with sigwait.
+fn block_signals() -> libc::sigset_t {
+    // SAFETY: sigset manipulation on a set we own; pthread_sigmask on the
+    // calling thread before others exist.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGUSR1);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        // A client vanishing mid-write must not kill the server.
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        set
+    }
+}
+
+fn wait_for_signal(set: &libc::sigset_t) -> i32 {
+    let mut sig: libc::c_int = 0;
+    loop {
+        // SAFETY: sigwait with a valid, initialised set and out-pointer.
+        let rc = unsafe { libc::sigwait(set, &mut sig) };
+        if rc == 0 {
+            return sig;
+        }
+    }
+}

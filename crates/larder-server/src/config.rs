@@ -1,0 +1,499 @@
+//! Command-line flags: memcached's flags with memcached's meanings.
+//!
+//! Parsing is getopt-like (`-p 11211`, `-p11211`, `-vv`, `--port=11211`,
+//! `--port 11211`) so init scripts written for memcached work unchanged. A
+//! flag larder does not support is a start-up error that names it; a flag
+//! that only tunes memcached's slab allocator (which larder does not have) is
+//! accepted with a warning saying it has no effect.
+
+use std::fmt;
+
+/// The server's settings after parsing and validation.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub port: u16,
+    pub udp_port: u16,
+    pub unix_socket: Option<String>,
+    pub unix_mask: u32,
+    pub enable_shutdown: bool,
+    /// Interfaces to listen on; `host` or `host:port`.
+    pub listen: Vec<String>,
+    pub daemonize: bool,
+    pub user: Option<String>,
+    pub memory_limit: usize,
+    pub evictions: bool,
+    pub max_connections: usize,
+    pub verbose: u32,
+    pub pidfile: Option<String>,
+    pub threads: usize,
+    pub reqs_per_event: usize,
+    pub cas_enabled: bool,
+    pub backlog: i32,
+    pub protocol: Protocol,
+    pub item_size_max: usize,
+    pub flush_enabled: bool,
+    pub dump_enabled: bool,
+    pub watch_enabled: bool,
+    pub prefix_delimiter: u8,
+    pub detail_enabled: bool,
+    pub idle_timeout: u32,
+    pub relaxed_privileges: bool,
+    /// Enables memcached's debug-build `debugtime` command (tests only).
+    pub debug_time: bool,
+    pub maxconns_fast: bool,
+    pub coredumps: bool,
+    /// Warnings to print at start-up (flags accepted but without effect).
+    pub warnings: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    Auto,
+    Ascii,
+    Binary,
+}
+
+impl Protocol {
+    pub fn stats_name(self) -> &'static str {
+        match self {
+            Protocol::Auto => "auto-negotiate",
+            Protocol::Ascii => "ascii",
+            Protocol::Binary => "binary",
+        }
+    }
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            port: 11211,
+            udp_port: 0,
+            unix_socket: None,
+            unix_mask: 0o700,
+            enable_shutdown: false,
+            listen: Vec::new(),
+            daemonize: false,
+            user: None,
+            memory_limit: 64 << 20,
+            evictions: true,
+            max_connections: 1024,
+            verbose: 0,
+            pidfile: None,
+            threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(4),
+            reqs_per_event: 20,
+            cas_enabled: true,
+            backlog: 1024,
+            protocol: Protocol::Auto,
+            item_size_max: 1 << 20,
+            flush_enabled: true,
+            dump_enabled: true,
+            watch_enabled: true,
+            prefix_delimiter: b':',
+            detail_enabled: false,
+            idle_timeout: 0,
+            relaxed_privileges: false,
+            debug_time: false,
+            maxconns_fast: true,
+            coredumps: false,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// What the command line asks for.
+pub enum Command {
+    Run(Settings),
+    Help,
+    Version,
+}
+
+/// A start-up error, printed as is and answered with exit code 64 (EX_USAGE).
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn err<T>(msg: impl Into<String>) -> Result<T, UsageError> {
+    Err(UsageError(msg.into()))
+}
+
+/// Long option names and the short flag each stands for.
+const LONG_OPTIONS: &[(&str, char)] = &[
+    ("port", 'p'),
+    ("udp-port", 'U'),
+    ("unix-socket", 's'),
+    ("unix-mask", 'a'),
+    ("enable-shutdown", 'A'),
+    ("listen", 'l'),
+    ("daemon", 'd'),
+    ("enable-coredumps", 'r'),
+    ("user", 'u'),
+    ("memory-limit", 'm'),
+    ("disable-evictions", 'M'),
+    ("conn-limit", 'c'),
+    ("lock-memory", 'k'),
+    ("verbose", 'v'),
+    ("help", 'h'),
+    ("license", 'i'),
+    ("version", 'V'),
+    ("pidfile", 'P'),
+    ("slab-growth-factor", 'f'),
+    ("slab-min-size", 'n'),
+    ("enable-largepages", 'L'),
+    ("threads", 't'),
+    ("max-reqs-per-event", 'R'),
+    ("disable-cas", 'C'),
+    ("listen-backlog", 'b'),
+    ("protocol", 'B'),
+    ("max-item-size", 'I'),
+    ("enable-sasl", 'S'),
+    ("disable-flush-all", 'F'),
+    ("disable-dumping", 'X'),
+    ("disable-watch", 'W'),
+    ("auth-file", 'Y'),
+    ("memory-file", 'e'),
+    ("enable-ssl", 'Z'),
+    ("extended", 'o'),
+    ("napi_ids", 'N'),
+];
+
+/// Flags that take an argument.
+const WITH_ARGUMENT: &str = "pUsalumcPfntRbBIDYeoN";
+
+/// Parse `args` (without the program name).
+pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, UsageError> {
+    let args: Vec<String> = args.into_iter().collect();
+    let mut s = Settings::default();
+    let mut help = false;
+    let mut version = false;
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        i += 1;
+        // Collect (flag, optional inline value) pairs from this argument.
+        let mut flags: Vec<(char, Option<String>)> = Vec::new();
+        if let Some(long) = arg.strip_prefix("--") {
+            let (name, value) = match long.split_once('=') {
+                Some((n, v)) => (n, Some(v.to_string())),
+                None => (long, None),
+            };
+            let Some(&(_, flag)) = LONG_OPTIONS.iter().find(|(n, _)| *n == name) else {
+                return err(format!("larder: unrecognized option '--{name}'"));
+            };
+            flags.push((flag, value));
+        } else if let Some(short) = arg.strip_prefix('-') {
+            if short.is_empty() {
+                return err("larder: '-' is not an option");
+            }
+            let chars: Vec<char> = short.chars().collect();
+            let mut j = 0;
+            while j < chars.len() {
+                let c = chars[j];
+                j += 1;
+                if WITH_ARGUMENT.contains(c) {
+                    let rest: String = chars[j..].iter().collect();
+                    flags.push((c, if rest.is_empty() { None } else { Some(rest) }));
+                    break;
+                }
+                flags.push((c, None));
+            }
+        } else {
+            return err(format!("larder: unexpected argument '{arg}'"));
+        }
+        for (flag, inline) in flags {
+            let value = if WITH_ARGUMENT.contains(flag) {
+                match inline {
+                    Some(v) => Some(v),
+                    None => {
+                        if i >= args.len() {
+                            return err(format!("larder: option requires an argument -- '{flag}'"));
+                        }
+                        i += 1;
+                        Some(args[i - 1].clone())
+                    }
+                }
+            } else {
+                None
+            };
+            let v = value.as_deref().unwrap_or("");
+            match flag {
+                'p' => s.port = parse_port(v, "-p")?,
+                'U' => s.udp_port = parse_port(v, "-U")?,
+                's' => s.unix_socket = Some(v.to_string()),
+                'a' => {
+                    s.unix_mask = u32::from_str_radix(v, 8)
+                        .map_err(|_| UsageError(format!("larder: -a wants an octal mask, got '{v}'")))?
+                }
+                'A' => s.enable_shutdown = true,
+                'l' => s.listen.extend(v.split(',').filter(|a| !a.is_empty()).map(str::to_string)),
+                'd' => s.daemonize = true,
+                'r' => s.coredumps = true,
+                'u' => s.user = Some(v.to_string()),
+                'm' => s.memory_limit = parse_memory_limit(v)?,
+                'M' => s.evictions = false,
+                'c' => {
+                    let n: i64 = v.parse().map_err(|_| UsageError(format!("larder: bad -c value '{v}'")))?;
+                    if n <= 0 {
+                        return err("Maximum connections must be greater than 0");
+                    }
+                    s.max_connections = n as usize;
+                }
+                'v' => s.verbose += 1,
+                'h' => help = true,
+                'V' => version = true,
+                'P' => s.pidfile = Some(v.to_string()),
+                'f' | 'n' => s.warnings.push(format!(
+                    "-{flag} tunes memcached's slab classes; larder stores items without size classes, so it has no effect"
+                )),
+                't' => {
+                    let n: i64 = v.parse().map_err(|_| UsageError(format!("larder: bad -t value '{v}'")))?;
+                    if n <= 0 {
+                        return err("Number of threads must be greater than 0");
+                    }
+                    if n > 256 {
+                        return err("Number of threads must be 256 or fewer");
+                    }
+                    s.threads = n as usize;
+                }
+                'R' => {
+                    let n: i64 = v.parse().map_err(|_| UsageError(format!("larder: bad -R value '{v}'")))?;
+                    if n <= 0 {
+                        return err("Number of requests per event must be greater than 0");
+                    }
+                    s.reqs_per_event = n as usize;
+                }
+                'C' => s.cas_enabled = false,
+                'b' => {
+                    s.backlog = v.parse().map_err(|_| UsageError(format!("larder: bad -b value '{v}'")))?
+                }
+                'B' => {
+                    s.protocol = match v {
+                        "auto" => Protocol::Auto,
+                        "ascii" => Protocol::Ascii,
+                        "binary" => {
+                            return err("larder: -B binary: the binary protocol is not supported yet (use ascii or auto)")
+                        }
+                        _ => return err(format!("Invalid value for binding protocol: {v}\n -- should be one of auto, binary, or ascii")),
+                    }
+                }
+                'I' => s.item_size_max = parse_item_size(v)?,
+                'F' => s.flush_enabled = false,
+                'X' => s.dump_enabled = false,
+                'W' => s.watch_enabled = false,
+                'D' => {
+                    let b = v.as_bytes();
+                    if b.len() != 1 {
+                        return err("larder: -D takes a single character");
+                    }
+                    s.prefix_delimiter = b[0];
+                    s.detail_enabled = true;
+                }
+                'o' => parse_extended(v, &mut s)?,
+                'S' => return err("larder: -S (SASL authentication) is not supported"),
+                'Y' => return err("larder: -Y (ASCII authentication) is not supported yet"),
+                'Z' => return err("larder: -Z (TLS) is not supported"),
+                'e' => return err("larder: -e (memory file / restartable cache) is not supported yet"),
+                'k' => return err("larder: -k (lock memory) is not supported"),
+                'L' => return err("larder: -L (large pages) is not supported"),
+                'i' => return err("larder: -i (license) is not supported; see the LICENSE file"),
+                'N' => return err("larder: -N (napi ids) is not supported"),
+                other => return err(format!("larder: illegal argument \"{other}\"")),
+            }
+        }
+    }
+    if help {
+        return Ok(Command::Help);
+    }
+    if version {
+        return Ok(Command::Version);
+    }
+    validate(&s)?;
+    Ok(Command::Run(s))
+}
+
+fn parse_port(v: &str, flag: &str) -> Result<u16, UsageError> {
+    v.parse::<u16>().map_err(|_| UsageError(format!("larder: bad port for {flag}: '{v}'")))
+}
+
+/// `-m`: megabytes, or a number with a k/m/g suffix as memcached 1.6 accepts.
+fn parse_memory_limit(v: &str) -> Result<usize, UsageError> {
+    let bad = || UsageError(format!("larder: bad -m value '{v}'"));
+    let (digits, mult) = split_unit(v, 1 << 20);
+    let n: u64 = digits.parse().map_err(|_| bad())?;
+    let bytes = n.checked_mul(mult).ok_or_else(bad)?;
+    if bytes == 0 {
+        return err("larder: -m must be greater than 0");
+    }
+    Ok(bytes as usize)
+}
+
+/// `-I`: bytes, with an optional k/m suffix; 1 KiB to 1 GiB.
+fn parse_item_size(v: &str) -> Result<usize, UsageError> {
+    let bad = || UsageError(format!("larder: bad -I value '{v}'"));
+    let (digits, mult) = split_unit(v, 1);
+    let n: u64 = digits.parse().map_err(|_| bad())?;
+    let bytes = n.checked_mul(mult).ok_or_else(bad)?;
+    if bytes < 1024 {
+        return err("Item max size cannot be less than 1024 bytes.");
+    }
+    if bytes > 1 << 30 {
+        return err("Cannot set item size limit higher than 1 gigabyte.");
+    }
+    Ok(bytes as usize)
+}
+
+/// Split a trailing k/m/g unit; a bare number is multiplied by `default`.
+fn split_unit(v: &str, default: u64) -> (&str, u64) {
+    match v.as_bytes().last() {
+        Some(b'k' | b'K') => (&v[..v.len() - 1], 1 << 10),
+        Some(b'm' | b'M') => (&v[..v.len() - 1], 1 << 20),
+        Some(b'g' | b'G') => (&v[..v.len() - 1], 1 << 30),
+        _ => (v, default),
+    }
+}
+
+/// `-o key=value,flag,...`
+fn parse_extended<'a>(list: &'a str, s: &mut Settings) -> Result<(), UsageError> {
+    for opt in list.split(',').filter(|o| !o.is_empty()) {
+        let (name, value) = match opt.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (opt, None),
+        };
+        let need = |v: Option<&'a str>| -> Result<&'a str, UsageError> {
+            v.ok_or_else(|| UsageError(format!("larder: -o {name} needs a value ({name}=...)")))
+        };
+        match name {
+            "idle_timeout" => {
+                let v = need(value)?;
+                s.idle_timeout =
+                    v.parse().map_err(|_| UsageError(format!("larder: bad idle_timeout '{v}'")))?;
+            }
+            "relaxed_privileges" => s.relaxed_privileges = true,
+            "debugtime" => s.debug_time = true,
+            "maxconns_fast" => s.maxconns_fast = true,
+            "no_maxconns_fast" => s.maxconns_fast = false,
+            "modern" | "no_modern" => {}
+            "slab_chunk_max" | "slab_reassign" | "slab_automove" | "hashpower" | "lru_crawler"
+            | "no_lru_crawler" | "lru_maintainer" | "no_lru_maintainer" | "hash_algorithm"
+            | "hot_lru_pct" | "warm_lru_pct" | "hot_max_factor" | "warm_max_factor"
+            | "temporary_ttl" | "tail_repair_time" | "no_hashexpand" | "lru_crawler_sleep"
+            | "lru_crawler_tocrawl" => s.warnings.push(format!(
+                "-o {name} tunes memcached's slab allocator/LRU, which larder does not have; it has no effect"
+            )),
+            _ => return err(format!("larder: unsupported -o option '{name}'")),
+        }
+    }
+    Ok(())
+}
+
+fn validate(s: &Settings) -> Result<(), UsageError> {
+    if s.item_size_max > s.memory_limit / 2 {
+        return err("Cannot set item size limit higher than 1/2 of memory max.");
+    }
+    if s.unix_socket.is_some() && s.udp_port != 0 && !s.listen.is_empty() {
+        // memcached ignores network listeners when -s is given; so do we.
+    }
+    Ok(())
+}
+
+/// The `-h` text. The memcached test suite reads it to learn what the server
+/// supports, so it lists only what larder really has.
+pub fn help_text() -> String {
+    format!(
+        "larder {version} (memcached {compat} compatible)
+-p, --port=<num>          TCP port to listen on (default: 11211)
+-U, --udp-port=<num>      UDP port to listen on (default: 0, off)
+-s, --unix-socket=<file>  UNIX socket to listen on (disables network support)
+-a, --unix-mask=<mask>    access mask for UNIX socket, in octal (default: 700)
+-A, --enable-shutdown     enable ascii \"shutdown\" command
+-l, --listen=<addr>       interface to listen on (default: 127.0.0.1)
+-d, --daemon              run as a daemon
+-r, --enable-coredumps    maximize core file limit
+-u, --user=<user>         assume identity of <username> (only when run as root)
+-m, --memory-limit=<num>  memory for items and index, in megabytes (default: 64)
+-M, --disable-evictions   return error on memory exhausted instead of evicting
+-c, --conn-limit=<num>    max simultaneous connections (default: 1024)
+-v, --verbose             verbose (print errors/warnings while in event loop)
+-vv                       very verbose (also print client commands/responses)
+-h, --help                print this help and exit
+-V, --version             print version and exit
+-P, --pidfile=<file>      save PID in <file>, only used with -d option
+-f, -n                    accepted for compatibility; no effect (no slab classes)
+-D <char>                 delimiter between key prefixes and IDs (default: \":\")
+-t, --threads=<num>       number of worker threads (default: number of cores)
+-R, --max-reqs-per-event  maximum number of requests per event (default: 20)
+-C, --disable-cas         disable use of CAS
+-b, --listen-backlog=<num> set the backlog queue limit (default: 1024)
+-B, --protocol=<name>     protocol - ascii or auto (default: auto-negotiate)
+-I, --max-item-size=<num> adjusts max item size
+                          (default: 1m, min: 1k, max: 1024m)
+-F, --disable-flush-all   disable flush_all command
+-X, --disable-dumping     disable stats cachedump and lru_crawler metadump
+-W, --disable-watch       disable watch commands (live logging)
+-o, --extended            comma separated list of extended options
+   - idle_timeout:        timeout for idle connections, seconds (default: 0, no timeout)
+   - maxconns_fast:       immediately close new connections after limit (default: enabled)
+   - relaxed_privileges:  accepted for compatibility
+   - debugtime:           (tests only) enable the debugtime clock command
+",
+        version = env!("CARGO_PKG_VERSION"),
+        compat = crate::stats::VERSION,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(args: &[&str]) -> Result<Settings, UsageError> {
+        match parse_args(args.iter().map(|s| s.to_string()))? {
+            Command::Run(s) => Ok(s),
+            _ => panic!("not a run"),
+        }
+    }
+
+    #[test]
+    fn parses_memcached_style_flags() {
+        let s = run(&["-p", "1234", "-U0", "-vv", "-m", "128", "-I", "2m", "-o", "idle_timeout=3,relaxed_privileges", "-c", "10", "-t", "2", "-l", "127.0.0.1,::1"]).unwrap();
+        assert_eq!(s.port, 1234);
+        assert_eq!(s.udp_port, 0);
+        assert_eq!(s.verbose, 2);
+        assert_eq!(s.memory_limit, 128 << 20);
+        assert_eq!(s.item_size_max, 2 << 20);
+        assert_eq!(s.idle_timeout, 3);
+        assert!(s.relaxed_privileges);
+        assert_eq!(s.max_connections, 10);
+        assert_eq!(s.threads, 2);
+        assert_eq!(s.listen, vec!["127.0.0.1", "::1"]);
+        let s = run(&["--port=99", "--memory-limit", "256", "-I", "32m"]).unwrap();
+        assert_eq!((s.port, s.memory_limit, s.item_size_max), (99, 256 << 20, 32 << 20));
+    }
+
+    #[test]
+    fn rejects_what_memcached_rejects() {
+        for bad in [&["-c", "0"][..], &["-c", "-1"], &["-t", "0"], &["-I", "1000"], &["-I", "2g"], &["-B", "http"], &["-m", "64", "-I", "33m"], &["-o", "frobnicate"], &["-Z"], &["-q"]] {
+            assert!(run(bad).is_err(), "{bad:?} should fail");
+        }
+    }
+
+    #[test]
+    fn names_unsupported_flags() {
+        let e = run(&["-S"]).unwrap_err();
+        assert!(e.0.contains("-S"), "{}", e.0);
+        let e = run(&["-o", "ext_path=/tmp/x:64m"]).unwrap_err();
+        assert!(e.0.contains("ext_path"), "{}", e.0);
+    }
+
+    #[test]
+    fn help_does_not_claim_missing_features() {
+        let h = help_text();
+        for word in ["sasl", "ext_path", "proxy_config", "enable-ssl", "no_drop_privileges"] {
+            assert!(!h.to_lowercase().contains(word), "help mentions {word}");
+        }
+        assert!(h.contains("unix-socket"));
+    }
+}

@@ -1,0 +1,287 @@
+//! Executing one parsed text-protocol request against the store.
+//!
+//! This is where protocol meets storage: a [`Request`] borrowed from the read
+//! buffer is carried out on [`Store`](larder_store::Store) and its reply
+//! encoded straight into the connection's write buffer. Nothing here
+//! allocates on the paths of get/set/delete/incr/touch.
+
+use crate::server::Server;
+use crate::stats::{bump, WorkerStats};
+use larder_proto::{reply, text, Parsed, Request, StoreCommand};
+use larder_store::{ArithResult, Lookup, Mode, StoreResult, Time};
+
+/// What the connection should do after a request.
+#[derive(Debug, PartialEq, Eq)]
+pub enum After {
+    Continue,
+    /// `quit`, or an error after which memcached closes the connection.
+    Close,
+}
+
+/// Execute `req`, appending its reply (if any) to `out`.
+pub fn execute(srv: &Server, ws: &WorkerStats, req: Request<'_>, now: Time, out: &mut Vec<u8>) -> After {
+    match req {
+        Request::Get { keys, cas } => {
+            for key in keys {
+                get_one(srv, ws, key, now, cas, None, out);
+            }
+            out.extend_from_slice(reply::END);
+        }
+        Request::Gat { exptime, keys, cas } => {
+            let exp = srv.clock.expiry(exptime);
+            for key in keys {
+                get_one(srv, ws, key, now, cas, Some(exp), out);
+            }
+            out.extend_from_slice(reply::END);
+        }
+        Request::Store { command, key, flags, exptime, data, noreply } => {
+            let exp = srv.clock.expiry(exptime);
+            let line = store(srv, ws, command, key, flags, exp, data, now);
+            if !noreply {
+                out.extend_from_slice(line);
+            }
+        }
+        Request::Delete { key, noreply } => {
+            let line = if srv.store.delete(key, now) {
+                bump(&ws.delete_hits, 1);
+                reply::DELETED
+            } else {
+                bump(&ws.delete_misses, 1);
+                reply::NOT_FOUND
+            };
+            if !noreply {
+                out.extend_from_slice(line);
+            }
+        }
+        Request::Arith { key, incr, delta, noreply } => {
+            let (hits, misses) = if incr { (&ws.incr_hits, &ws.incr_misses) } else { (&ws.decr_hits, &ws.decr_misses) };
+            let result = srv.store.arith(key, now, incr, delta);
+            if noreply {
+                // Count, but say nothing.
+                if let ArithResult::Value(_) = result { bump(hits, 1) } else if result == ArithResult::NotFound { bump(misses, 1) }
+                return After::Continue;
+            }
+            match result {
+                ArithResult::Value(v) => {
+                    bump(hits, 1);
+                    reply::number(out, v);
+                }
+                ArithResult::NotFound => {
+                    bump(misses, 1);
+                    out.extend_from_slice(reply::NOT_FOUND);
+                }
+                ArithResult::NonNumeric => {
+                    reply::line(out, "CLIENT_ERROR cannot increment or decrement non-numeric value")
+                }
+                ArithResult::OutOfMemory => reply::line(out, "SERVER_ERROR out of memory"),
+            }
+        }
+        Request::Touch { key, exptime, noreply } => {
+            bump(&ws.cmd_touch, 1);
+            let line = if srv.store.touch(key, now, srv.clock.expiry(exptime)) {
+                bump(&ws.touch_hits, 1);
+                reply::TOUCHED
+            } else {
+                bump(&ws.touch_misses, 1);
+                reply::NOT_FOUND
+            };
+            if !noreply {
+                out.extend_from_slice(line);
+            }
+        }
+        Request::FlushAll { delay, noreply } => {
+            if !srv.settings.flush_enabled {
+                // memcached refuses even under noreply.
+                reply::line(out, "CLIENT_ERROR flush_all not allowed");
+                return After::Continue;
+            }
+            bump(&ws.cmd_flush, 1);
+            // memcached: with a delay, items stored up to one second before
+            // the deadline are invalid once it passes.
+            let at = if delay > 0 { srv.clock.expiry(delay).saturating_sub(1) } else { now };
+            srv.store.flush_all(now, at);
+            if !noreply {
+                out.extend_from_slice(reply::OK);
+            }
+        }
+        Request::Version => {
+            out.extend_from_slice(b"VERSION ");
+            out.extend_from_slice(crate::stats::VERSION.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        Request::Verbosity { level, noreply } => {
+            srv.set_verbosity(level);
+            if !noreply {
+                out.extend_from_slice(reply::OK);
+            }
+        }
+        Request::Quit => return After::Close,
+        Request::Stats { args } => crate::report::stats(srv, args, now, out),
+        Request::Shutdown { graceful: _ } => {
+            if !srv.settings.enable_shutdown {
+                reply::line(out, "ERROR: shutdown not enabled");
+            } else {
+                srv.request_shutdown();
+                return After::Close;
+            }
+        }
+        Request::CacheMemlimit { megabytes, noreply } => {
+            if megabytes < 8 {
+                reply::line(out, "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m");
+            } else {
+                let line = match srv.store.set_memory_limit((megabytes as usize) << 20) {
+                    Ok(()) => reply::OK,
+                    Err(_) => b"SERVER_ERROR cannot change memory limit\r\n".as_slice(),
+                };
+                if !noreply {
+                    out.extend_from_slice(line);
+                }
+            }
+        }
+        Request::DebugTime { offset } => {
+            if srv.settings.debug_time {
+                srv.clock.shift(offset);
+                out.extend_from_slice(reply::OK);
+            } else {
+                out.extend_from_slice(reply::ERROR);
+            }
+        }
+        #[allow(unreachable_patterns)]
+        _ => out.extend_from_slice(reply::ERROR),
+    }
+    After::Continue
+}
+
+/// One key of a get/gets/gat/gats.
+fn get_one(srv: &Server, ws: &WorkerStats, key: &[u8], now: Time, cas: bool, touch: Option<Time>, out: &mut Vec<u8>) {
+    bump(&ws.cmd_get, 1);
+    let cas_enabled = srv.settings.cas_enabled;
+    let write = |item: &larder_store::Item<'_>| {
+        let cas_value = if cas_enabled { item.cas } else { 0 };
+        reply::value(out, key, item.flags, item.value, cas.then_some(cas_value));
+    };
+    let found = match touch {
+        None => srv.store.get(key, now, write),
+        Some(exp) => srv.store.get_and_touch(key, now, exp, write),
+    };
+    match (found, touch.is_some()) {
+        (Lookup::Hit(()), false) => bump(&ws.get_hits, 1),
+        (Lookup::Hit(()), true) => {
+            bump(&ws.cmd_touch, 1);
+            bump(&ws.touch_hits, 1);
+        }
+        (miss, false) => {
+            bump(&ws.get_misses, 1);
+            match miss {
+                Lookup::Expired => bump(&ws.get_expired, 1),
+                Lookup::Flushed => bump(&ws.get_flushed, 1),
+                _ => {}
+            }
+        }
+        (_, true) => {
+            bump(&ws.cmd_touch, 1);
+            bump(&ws.touch_misses, 1);
+        }
+    }
+}
+
+/// A storage command; returns the reply line.
+#[allow(clippy::too_many_arguments)]
+fn store(
+    srv: &Server,
+    ws: &WorkerStats,
+    command: StoreCommand,
+    key: &[u8],
+    flags: u32,
+    exptime: Time,
+    data: &[u8],
+    now: Time,
+) -> &'static [u8] {
+    let mode = match command {
+        StoreCommand::Set => Mode::Set,
+        StoreCommand::Add => Mode::Add,
+        StoreCommand::Replace => Mode::Replace,
+        StoreCommand::Append => Mode::Append,
+        StoreCommand::Prepend => Mode::Prepend,
+        StoreCommand::Cas(unique) => Mode::Cas(unique),
+    };
+    let result = srv.store.store(mode, key, flags, exptime, data, now);
+    if !matches!(result, StoreResult::TooLarge | StoreResult::OutOfMemory) {
+        bump(&ws.cmd_set, 1);
+    }
+    if let Mode::Cas(_) = mode {
+        match result {
+            StoreResult::Stored(_) => bump(&ws.cas_hits, 1),
+            StoreResult::Exists => bump(&ws.cas_badval, 1),
+            StoreResult::NotFound => bump(&ws.cas_misses, 1),
+            _ => {}
+        }
+    }
+    match result {
+        StoreResult::Stored(_) => reply::STORED,
+        StoreResult::NotStored => reply::NOT_STORED,
+        StoreResult::Exists => reply::EXISTS,
+        StoreResult::NotFound => reply::NOT_FOUND,
+        StoreResult::TooLarge => {
+            bump(&ws.store_too_large, 1);
+            forget_on_failed_set(srv, mode, key, now);
+            b"SERVER_ERROR object too large for cache\r\n"
+        }
+        StoreResult::OutOfMemory => {
+            bump(&ws.store_no_memory, 1);
+            forget_on_failed_set(srv, mode, key, now);
+            b"SERVER_ERROR out of memory storing object\r\n"
+        }
+    }
+}
+
+/// memcached drops the old value when a `set` fails for lack of room, so a
+/// client never reads back data it just tried to overwrite.
+pub fn forget_on_failed_set(srv: &Server, mode: Mode, key: &[u8], now: Time) {
+    if mode == Mode::Set {
+        srv.store.delete(key, now);
+    }
+}
+
+/// What to do with the bytes at the front of a buffer after parsing.
+pub enum Step<'a> {
+    /// Execute this request, then drop `consumed` bytes.
+    Run(Request<'a>, usize),
+    /// A rejected request already answered: drop `consumed`, then discard
+    /// `swallow` more bytes as they arrive.
+    Skip { consumed: usize, swallow: usize },
+    /// Wait for more bytes (`needed`: total the buffer must hold, if known).
+    Wait(Option<usize>),
+    Close,
+}
+
+/// Turn a parse outcome into a [`Step`], answering rejected requests the way
+/// memcached does (including what it does for a too-large `set`).
+pub fn triage<'a>(srv: &Server, ws: &WorkerStats, parsed: Parsed<'a>, now: Time, out: &mut Vec<u8>) -> Step<'a> {
+    match parsed {
+        Parsed::Request { request, consumed } => Step::Run(request, consumed),
+        Parsed::Incomplete { needed } => Step::Wait(needed),
+        Parsed::Error { error, consumed, swallow } => {
+            // memcached without -A refuses every shutdown line the same way.
+            let error = if error == text::INVALID_SHUTDOWN && !srv.settings.enable_shutdown {
+                "ERROR: shutdown not enabled"
+            } else {
+                error
+            };
+            reply::line(out, error);
+            Step::Skip { consumed, swallow }
+        }
+        Parsed::Silent { consumed, swallow } => Step::Skip { consumed, swallow },
+        Parsed::TooLarge { command, key, noreply, consumed, swallow } => {
+            bump(&ws.store_too_large, 1);
+            if command == StoreCommand::Set {
+                forget_on_failed_set(srv, Mode::Set, key, now);
+            }
+            if !noreply {
+                reply::line(out, text::TOO_LARGE);
+            }
+            Step::Skip { consumed, swallow }
+        }
+        Parsed::Close => Step::Close,
+    }
+}

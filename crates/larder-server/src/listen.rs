@@ -1,0 +1,264 @@
+//! Listening sockets and the acceptor thread.
+//!
+//! Sockets are bound before privileges are dropped (so `-p` below 1024
+//! works with `-u`). The acceptor enforces `-c`: a connection past the limit
+//! is told `ERROR Too many open connections` and closed, and counted in
+//! `rejected_connections`, as memcached does. Accepted connections are dealt
+//! round-robin to the workers.
+
+use crate::config::Settings;
+use crate::registry::{ConnInfo, ConnState};
+use crate::server::Server;
+use crate::session::Stream;
+use crate::worker::{Inbox, NewConn};
+use mio::net::{TcpListener, UdpSocket, UnixListener};
+use mio::{Events, Interest, Poll, Token};
+use std::io::{self, Write};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::PermissionsExt;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub enum Listener {
+    Tcp(TcpListener, String),
+    Unix(UnixListener, String),
+}
+
+/// Everything bound at start-up.
+pub struct Bound {
+    pub listeners: Vec<Listener>,
+    pub udp: Vec<std::net::UdpSocket>,
+}
+
+/// Resolve `-l` entries (`host`, `host:port`, `[v6]:port`) to addresses.
+fn resolve(entry: &str, default_port: u16) -> io::Result<Vec<SocketAddr>> {
+    let with_port = if entry.starts_with('[') {
+        if entry.contains("]:") { entry.to_string() } else { format!("{entry}:{default_port}") }
+    } else if entry.matches(':').count() == 1 {
+        entry.to_string()
+    } else if entry.contains(':') {
+        format!("[{entry}]:{default_port}")
+    } else {
+        format!("{entry}:{default_port}")
+    };
+    let addrs: Vec<SocketAddr> = with_port.to_socket_addrs()?.collect();
+    if addrs.is_empty() {
+        return Err(io::Error::new(io::ErrorKind::NotFound, format!("cannot resolve '{entry}'")));
+    }
+    Ok(addrs)
+}
+
+fn bind_tcp(addr: SocketAddr, backlog: i32) -> io::Result<TcpListener> {
+    let domain = if addr.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
+    // std's TcpListener::bind fixes the backlog at 128; memcached honours -b,
+    // so the socket is made by hand.
+    // SAFETY: plain socket syscalls on a fd we own; every result is checked.
+    unsafe {
+        let fd = libc::socket(domain, libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK, 0);
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let listener = <std::net::TcpListener as std::os::fd::FromRawFd>::from_raw_fd(fd);
+        let one: libc::c_int = 1;
+        libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, &one as *const _ as *const libc::c_void, 4);
+        if addr.is_ipv6() {
+            libc::setsockopt(fd, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, &one as *const _ as *const libc::c_void, 4);
+        }
+        let (sa, len) = sockaddr(addr);
+        if libc::bind(fd, &sa as *const _ as *const libc::sockaddr, len) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if libc::listen(fd, backlog.max(1)) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(TcpListener::from_std(listener))
+    }
+}
+
+fn sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: sockaddr_storage is plain data, large enough for either family.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    match addr {
+        SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(a.ip().octets()) },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_in fits in sockaddr_storage.
+            unsafe { std::ptr::write(&mut storage as *mut _ as *mut libc::sockaddr_in, sin) };
+            (storage, std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t)
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr { s6_addr: a.ip().octets() },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: sockaddr_in6 fits in sockaddr_storage.
+            unsafe { std::ptr::write(&mut storage as *mut _ as *mut libc::sockaddr_in6, sin6) };
+            (storage, std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t)
+        }
+    }
+}
+
+/// Label an address as memcached's `stats conns` does.
+pub fn label(proto: &str, addr: &SocketAddr) -> String {
+    match addr {
+        SocketAddr::V4(a) => format!("{proto}:{}:{}", a.ip(), a.port()),
+        SocketAddr::V6(a) => format!("{proto}6:[{}]:{}", a.ip(), a.port()),
+    }
+}
+
+/// Bind every listener the settings ask for.
+pub fn bind_all(s: &Settings) -> Result<Bound, String> {
+    let mut listeners = Vec::new();
+    let mut udp = Vec::new();
+    if let Some(path) = &s.unix_socket {
+        // A stale socket file from a previous run would make bind fail.
+        if let Ok(meta) = std::fs::symlink_metadata(path) {
+            use std::os::unix::fs::FileTypeExt;
+            if meta.file_type().is_socket() {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+        let l = UnixListener::bind(path).map_err(|e| format!("failed to listen on UNIX socket \"{path}\": {e}"))?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(s.unix_mask))
+            .map_err(|e| format!("failed to set permissions on \"{path}\": {e}"))?;
+        listeners.push(Listener::Unix(l, format!("unix:{path}")));
+        return Ok(Bound { listeners, udp });
+    }
+    let entries: Vec<String> = if s.listen.is_empty() { vec!["127.0.0.1".to_string()] } else { s.listen.clone() };
+    for entry in &entries {
+        let addrs = resolve(entry, s.port).map_err(|e| format!("failed to resolve -l {entry}: {e}"))?;
+        for addr in addrs {
+            if s.port != 0 || entry.contains(':') {
+                let l = bind_tcp(addr, s.backlog).map_err(|e| format!("failed to listen on TCP {addr}: {e}"))?;
+                let local = l.local_addr().unwrap_or(addr);
+                listeners.push(Listener::Tcp(l, label("tcp", &local)));
+            }
+            if s.udp_port != 0 {
+                let mut ua = addr;
+                ua.set_port(s.udp_port);
+                let u = std::net::UdpSocket::bind(ua).map_err(|e| format!("failed to listen on UDP {ua}: {e}"))?;
+                u.set_nonblocking(true).map_err(|e| e.to_string())?;
+                udp.push(u);
+            }
+        }
+    }
+    if listeners.is_empty() && udp.is_empty() {
+        return Err("nothing to listen on (-p 0 and -U 0)".to_string());
+    }
+    Ok(Bound { listeners, udp })
+}
+
+const REJECT: &[u8] = b"ERROR Too many open connections\r\n";
+
+/// Accept connections forever (until the server stops), dealing them out.
+pub fn run_acceptor(srv: Arc<Server>, mut listeners: Vec<Listener>, inboxes: Vec<Arc<Inbox>>) {
+    let mut poll = match Poll::new() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("larder: acceptor: {e}");
+            return;
+        }
+    };
+    for (i, l) in listeners.iter_mut().enumerate() {
+        let r = match l {
+            Listener::Tcp(t, _) => poll.registry().register(t, Token(i), Interest::READABLE),
+            Listener::Unix(u, _) => poll.registry().register(u, Token(i), Interest::READABLE),
+        };
+        if let Err(e) = r {
+            eprintln!("larder: acceptor: {e}");
+            return;
+        }
+    }
+    let mut events = Events::with_capacity(64);
+    let mut next = 0usize;
+    let mut backoff = false;
+    while !srv.stopping() {
+        let timeout = if backoff { Duration::from_millis(10) } else { Duration::from_millis(500) };
+        let _ = poll.poll(&mut events, Some(timeout));
+        // Edge-triggered: always drain every listener, not only the ready ones,
+        // so a connection left behind by an earlier error is not forgotten.
+        backoff = false;
+        for l in &listeners {
+            loop {
+                let accepted = match l {
+                    Listener::Tcp(t, label_l) => t.accept().map(|(s, peer)| {
+                        let _ = s.set_nodelay(true);
+                        (Stream::Tcp(s), label("tcp", &peer), label_l.clone())
+                    }),
+                    Listener::Unix(u, label_l) => u.accept().map(|(s, _)| (Stream::Unix(s), label_l.clone(), label_l.clone())),
+                };
+                match accepted {
+                    Ok((stream, peer, listen_label)) => {
+                        dispatch(&srv, stream, peer, listen_label, &inboxes, &mut next);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        // Out of descriptors or similar: back off and retry.
+                        if srv.verbosity() > 0 {
+                            eprintln!("larder: accept failed: {e}");
+                        }
+                        backoff = true;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn dispatch(srv: &Server, mut stream: Stream, peer: String, listen: String, inboxes: &[Arc<Inbox>], next: &mut usize) {
+    let conns = &srv.stats.conns;
+    if conns.curr_connections.load(Relaxed) as usize >= srv.settings.max_connections {
+        conns.rejected_connections.fetch_add(1, Relaxed);
+        let _ = match &mut stream {
+            Stream::Tcp(s) => s.write(REJECT),
+            Stream::Unix(s) => s.write(REJECT),
+        };
+        return;
+    }
+    conns.curr_connections.fetch_add(1, Relaxed);
+    conns.total_connections.fetch_add(1, Relaxed);
+    let fd = match &stream {
+        Stream::Tcp(s) => s.as_raw_fd(),
+        Stream::Unix(s) => s.as_raw_fd(),
+    };
+    let structures = conns.connection_structures.load(Relaxed).max(conns.curr_connections.load(Relaxed));
+    conns.connection_structures.store(structures, Relaxed);
+    let info = Arc::new(ConnInfo::new(fd, peer, Some(listen), ConnState::Waiting, srv.clock.now()));
+    srv.registry.add(info.clone());
+    let inbox = &inboxes[*next % inboxes.len()];
+    *next = next.wrapping_add(1);
+    inbox.push(NewConn { stream, info });
+}
+
+/// Register listeners in `stats conns`.
+pub fn register_listeners(srv: &Server, listeners: &[Listener], udp: &[std::net::UdpSocket]) {
+    let now = srv.clock.now();
+    for l in listeners {
+        let (fd, label_l) = match l {
+            Listener::Tcp(t, s) => (t.as_raw_fd(), s.clone()),
+            Listener::Unix(u, s) => (u.as_raw_fd(), s.clone()),
+        };
+        srv.registry.add(Arc::new(ConnInfo::new(fd, label_l, None, ConnState::Listening, now)));
+    }
+    for u in udp {
+        if let Ok(addr) = u.local_addr() {
+            srv.registry.add(Arc::new(ConnInfo::new(u.as_raw_fd(), label("udp", &addr), None, ConnState::Waiting, now)));
+        }
+    }
+}
+
+/// Give each worker its own handle on every UDP socket.
+pub fn udp_for_worker(udp: &[std::net::UdpSocket]) -> io::Result<Vec<UdpSocket>> {
+    udp.iter().map(|u| Ok(UdpSocket::from_std(u.try_clone()?))).collect()
+}

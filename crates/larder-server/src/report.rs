@@ -1,0 +1,214 @@
+//! The `stats` replies: general, `settings`, `items`, `slabs`, `sizes`,
+//! `conns`, `reset`, in memcached 1.6.18's names and order.
+//!
+//! larder has no slab classes; `stats items` and `stats slabs` describe the
+//! whole store as one class (id 1) so tools that parse them keep working.
+
+use crate::server::Server;
+use crate::stats::{rusage, stat_f64, VERSION};
+use larder_proto::reply::{self, stat_str, stat_u64};
+use larder_store::Time;
+
+pub fn stats(srv: &Server, args: &[u8], now: Time, out: &mut Vec<u8>) {
+    let mut words = args.split(|&b| b == b' ').filter(|w| !w.is_empty());
+    match words.next() {
+        None => general(srv, out),
+        Some(b"settings") => settings(srv, out),
+        Some(b"items") => items(srv, now, out),
+        Some(b"slabs") => slabs(srv, out),
+        Some(b"sizes") => {
+            stat_str(out, "sizes_status", "disabled");
+        }
+        Some(b"conns") => conns(srv, now, out),
+        Some(b"reset") => {
+            srv.reset_stats();
+            out.extend_from_slice(reply::RESET);
+            return;
+        }
+        Some(b"detail") => {
+            // Per-prefix accounting arrives with the observability work;
+            // answer as memcached does with detail collection off.
+            match words.next() {
+                Some(b"dump") => {}
+                Some(b"on") | Some(b"off") => {
+                    out.extend_from_slice(reply::OK);
+                    return;
+                }
+                _ => {
+                    reply::line(out, "CLIENT_ERROR usage: stats detail on|off|dump");
+                    return;
+                }
+            }
+        }
+        Some(_) => {
+            out.extend_from_slice(reply::ERROR);
+            return;
+        }
+    }
+    out.extend_from_slice(reply::END);
+}
+
+fn general(srv: &Server, out: &mut Vec<u8>) {
+    let t = srv.stats.totals();
+    let (total_conns, rejected) = srv.stats.conn_totals();
+    let st = srv.store_stats();
+    let (user, system) = rusage();
+    let c = &srv.stats.conns;
+    use std::sync::atomic::Ordering::Relaxed;
+    stat_u64(out, "pid", std::process::id() as u64);
+    stat_u64(out, "uptime", srv.clock.uptime());
+    stat_u64(out, "time", srv.clock.unix_now() as u64);
+    stat_str(out, "version", VERSION);
+    stat_str(out, "larder_version", env!("CARGO_PKG_VERSION"));
+    stat_u64(out, "pointer_size", (std::mem::size_of::<usize>() * 8) as u64);
+    stat_f64(out, "rusage_user", user);
+    stat_f64(out, "rusage_system", system);
+    stat_u64(out, "max_connections", srv.settings.max_connections as u64);
+    stat_u64(out, "curr_connections", c.curr_connections.load(Relaxed));
+    stat_u64(out, "total_connections", total_conns);
+    stat_u64(out, "rejected_connections", rejected);
+    stat_u64(out, "connection_structures", c.connection_structures.load(Relaxed));
+    stat_u64(out, "reserved_fds", srv.reserved_fds() as u64);
+    stat_u64(out, "cmd_get", t.cmd_get);
+    stat_u64(out, "cmd_set", t.cmd_set);
+    stat_u64(out, "cmd_flush", t.cmd_flush);
+    stat_u64(out, "cmd_touch", t.cmd_touch);
+    stat_u64(out, "cmd_meta", 0);
+    stat_u64(out, "get_hits", t.get_hits);
+    stat_u64(out, "get_misses", t.get_misses);
+    stat_u64(out, "get_expired", t.get_expired);
+    stat_u64(out, "get_flushed", t.get_flushed);
+    stat_u64(out, "delete_misses", t.delete_misses);
+    stat_u64(out, "delete_hits", t.delete_hits);
+    stat_u64(out, "incr_misses", t.incr_misses);
+    stat_u64(out, "incr_hits", t.incr_hits);
+    stat_u64(out, "decr_misses", t.decr_misses);
+    stat_u64(out, "decr_hits", t.decr_hits);
+    stat_u64(out, "cas_misses", t.cas_misses);
+    stat_u64(out, "cas_hits", t.cas_hits);
+    stat_u64(out, "cas_badval", t.cas_badval);
+    stat_u64(out, "touch_hits", t.touch_hits);
+    stat_u64(out, "touch_misses", t.touch_misses);
+    stat_u64(out, "store_too_large", t.store_too_large);
+    stat_u64(out, "store_no_memory", t.store_no_memory);
+    stat_u64(out, "auth_cmds", 0);
+    stat_u64(out, "auth_errors", 0);
+    if srv.settings.idle_timeout > 0 {
+        stat_u64(out, "idle_kicks", t.idle_kicks);
+    }
+    stat_u64(out, "bytes_read", t.bytes_read);
+    stat_u64(out, "bytes_written", t.bytes_written);
+    stat_u64(out, "limit_maxbytes", st.limit_maxbytes);
+    stat_u64(out, "accepting_conns", 1);
+    stat_u64(out, "listen_disabled_num", 0);
+    stat_u64(out, "time_in_listen_disabled_us", 0);
+    stat_u64(out, "threads", srv.settings.threads as u64);
+    stat_u64(out, "conn_yields", t.conn_yields);
+    stat_u64(out, "hash_bytes", st.index_bytes);
+    stat_u64(out, "hash_is_expanding", 0);
+    stat_u64(out, "bytes", st.bytes);
+    stat_u64(out, "curr_items", st.curr_items);
+    stat_u64(out, "total_items", st.total_items);
+    stat_u64(out, "expired_unfetched", st.expired_unfetched);
+    stat_u64(out, "evicted_unfetched", st.evicted_unfetched);
+    stat_u64(out, "evicted_active", 0);
+    stat_u64(out, "evictions", st.evictions);
+    stat_u64(out, "reclaimed", st.reclaimed);
+    // larder's own figures.
+    stat_u64(out, "larder_segment_size", st.segment_size);
+    stat_u64(out, "larder_segments_total", st.segments_total);
+    stat_u64(out, "larder_segments_used", st.segments_used);
+    stat_u64(out, "larder_bytes_dead", st.bytes_dead);
+    stat_u64(out, "larder_index_slots", st.index_slots);
+    stat_u64(out, "larder_index_used", st.index_used);
+}
+
+fn settings(srv: &Server, out: &mut Vec<u8>) {
+    let s = &srv.settings;
+    let st = srv.store_stats();
+    let yes_no = |b: bool| if b { "yes" } else { "no" };
+    stat_u64(out, "maxbytes", st.limit_maxbytes);
+    stat_u64(out, "maxconns", s.max_connections as u64);
+    stat_u64(out, "tcpport", if s.unix_socket.is_some() { 0 } else { s.port as u64 });
+    stat_u64(out, "udpport", if s.unix_socket.is_some() { 0 } else { s.udp_port as u64 });
+    let inter = if s.listen.is_empty() { "NULL".to_string() } else { s.listen.join(",") };
+    stat_str(out, "inter", &inter);
+    stat_u64(out, "verbosity", srv.verbosity() as u64);
+    stat_u64(out, "oldest", 0);
+    stat_str(out, "evictions", if s.evictions { "on" } else { "off" });
+    stat_str(out, "domain_socket", s.unix_socket.as_deref().unwrap_or("NULL"));
+    stat_str(out, "umask", &format!("{:o}", s.unix_mask));
+    stat_str(out, "shutdown_command", yes_no(s.enable_shutdown));
+    stat_u64(out, "num_threads", s.threads as u64);
+    stat_u64(out, "num_threads_per_udp", s.threads as u64);
+    stat_str(out, "stat_key_prefix", &(s.prefix_delimiter as char).to_string());
+    stat_str(out, "detail_enabled", yes_no(s.detail_enabled));
+    stat_u64(out, "reqs_per_event", s.reqs_per_event as u64);
+    stat_str(out, "cas_enabled", yes_no(s.cas_enabled));
+    stat_u64(out, "tcp_backlog", s.backlog as u64);
+    stat_str(out, "binding_protocol", s.protocol.stats_name());
+    stat_str(out, "auth_enabled_sasl", "no");
+    stat_str(out, "auth_enabled_ascii", "no");
+    stat_u64(out, "item_size_max", s.item_size_max as u64);
+    stat_str(out, "maxconns_fast", yes_no(s.maxconns_fast));
+    stat_str(out, "flush_enabled", yes_no(s.flush_enabled));
+    stat_str(out, "dump_enabled", yes_no(s.dump_enabled));
+    stat_str(out, "watch_enabled", yes_no(s.watch_enabled));
+    stat_u64(out, "idle_timeout", s.idle_timeout as u64);
+    stat_str(out, "larder_segment_size", &st.segment_size.to_string());
+}
+
+fn items(srv: &Server, now: Time, out: &mut Vec<u8>) {
+    let st = srv.store_stats();
+    if st.curr_items == 0 {
+        return;
+    }
+    let _ = now;
+    stat_u64(out, "items:1:number", st.curr_items);
+    stat_u64(out, "items:1:age", 0);
+    stat_u64(out, "items:1:mem_requested", st.bytes);
+    stat_u64(out, "items:1:evicted", st.evictions);
+    stat_u64(out, "items:1:evicted_nonzero", 0);
+    stat_u64(out, "items:1:evicted_time", 0);
+    stat_u64(out, "items:1:outofmemory", 0);
+    stat_u64(out, "items:1:tailrepairs", 0);
+    stat_u64(out, "items:1:reclaimed", st.reclaimed);
+    stat_u64(out, "items:1:expired_unfetched", st.expired_unfetched);
+    stat_u64(out, "items:1:evicted_unfetched", st.evicted_unfetched);
+}
+
+fn slabs(srv: &Server, out: &mut Vec<u8>) {
+    let st = srv.store_stats();
+    let t = srv.stats.totals();
+    if st.segments_used > 0 {
+        stat_u64(out, "1:chunk_size", st.segment_size);
+        stat_u64(out, "1:chunks_per_page", 1);
+        stat_u64(out, "1:total_pages", st.segments_used);
+        stat_u64(out, "1:total_chunks", st.segments_used);
+        stat_u64(out, "1:used_chunks", st.segments_used);
+        stat_u64(out, "1:free_chunks", 0);
+        stat_u64(out, "1:free_chunks_end", 0);
+        stat_u64(out, "1:get_hits", t.get_hits);
+        stat_u64(out, "1:cmd_set", t.cmd_set);
+        stat_u64(out, "1:delete_hits", t.delete_hits);
+        stat_u64(out, "1:incr_hits", t.incr_hits);
+        stat_u64(out, "1:decr_hits", t.decr_hits);
+        stat_u64(out, "1:cas_hits", t.cas_hits);
+        stat_u64(out, "1:cas_badval", t.cas_badval);
+        stat_u64(out, "1:touch_hits", t.touch_hits);
+    }
+    stat_u64(out, "active_slabs", if st.segments_used > 0 { 1 } else { 0 });
+    stat_u64(out, "total_malloced", st.segments_used * st.segment_size + st.index_bytes);
+}
+
+fn conns(srv: &Server, now: Time, out: &mut Vec<u8>) {
+    for info in srv.registry.snapshot() {
+        let prefix = info.fd.to_string();
+        stat_str(out, &format!("{prefix}:addr"), &info.addr);
+        if let Some(l) = &info.listen_addr {
+            stat_str(out, &format!("{prefix}:listen_addr"), l);
+        }
+        stat_str(out, &format!("{prefix}:state"), info.state().name());
+        stat_u64(out, &format!("{prefix}:secs_since_last_cmd"), now.saturating_sub(info.last_cmd()) as u64);
+    }
+}

@@ -1,0 +1,95 @@
+//! The state every worker shares: settings, the store, the clock, counters,
+//! the socket registry and the shutdown switch.
+
+use crate::clock::Clock;
+use crate::config::Settings;
+use crate::registry::Registry;
+use crate::stats::ServerStats;
+use larder_proto::Limits;
+use larder_store::Store;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
+use std::sync::Mutex;
+
+pub struct Server {
+    pub settings: Settings,
+    pub store: Store,
+    pub clock: Clock,
+    pub stats: ServerStats,
+    pub registry: Registry,
+    pub limits: Limits,
+    verbosity: AtomicU32,
+    stopping: AtomicBool,
+    /// Store counters at the last `stats reset`.
+    store_baseline: Mutex<larder_store::Stats>,
+    listeners: usize,
+}
+
+impl Server {
+    pub fn new(settings: Settings, store: Store, listeners: usize) -> Server {
+        let limits = Limits { item_size_max: settings.item_size_max, ..Limits::default() };
+        Server {
+            verbosity: AtomicU32::new(settings.verbose),
+            stats: ServerStats::new(settings.threads),
+            settings,
+            store,
+            clock: Clock::new(),
+            registry: Registry::default(),
+            limits,
+            stopping: AtomicBool::new(false),
+            store_baseline: Mutex::new(larder_store::Stats::default()),
+            listeners,
+        }
+    }
+
+    pub fn verbosity(&self) -> u32 {
+        self.verbosity.load(Relaxed)
+    }
+
+    pub fn set_verbosity(&self, level: u32) {
+        self.verbosity.store(level, Relaxed);
+    }
+
+    /// Ask the process to exit (the `shutdown` command). The main thread
+    /// waits for SIGTERM, so the command takes the same path as a signal.
+    pub fn request_shutdown(&self) {
+        self.stopping.store(true, Relaxed);
+        // SAFETY: kill(2) on our own pid with a valid signal number.
+        unsafe {
+            libc::kill(libc::getpid(), libc::SIGTERM);
+        }
+    }
+
+    pub fn stopping(&self) -> bool {
+        self.stopping.load(Relaxed)
+    }
+
+    pub fn mark_stopping(&self) {
+        self.stopping.store(true, Relaxed);
+    }
+
+    /// File descriptors the server holds besides client connections
+    /// (memcached reports these as `reserved_fds`).
+    pub fn reserved_fds(&self) -> usize {
+        // stdin/out/err, the listeners, one epoll + waker pair per worker and
+        // the acceptor's.
+        3 + self.listeners + 2 * (self.settings.threads + 1)
+    }
+
+    /// Store figures with the counters relative to the last `stats reset`.
+    pub fn store_stats(&self) -> larder_store::Stats {
+        let mut s = self.store.stats();
+        let b = self.store_baseline.lock().unwrap();
+        s.total_items = s.total_items.saturating_sub(b.total_items);
+        s.evictions = s.evictions.saturating_sub(b.evictions);
+        s.reclaimed = s.reclaimed.saturating_sub(b.reclaimed);
+        s.expired_unfetched = s.expired_unfetched.saturating_sub(b.expired_unfetched);
+        s.evicted_unfetched = s.evicted_unfetched.saturating_sub(b.evicted_unfetched);
+        s
+    }
+
+    /// `stats reset`.
+    pub fn reset_stats(&self) {
+        self.stats.reset();
+        *self.store_baseline.lock().unwrap() = self.store.stats();
+    }
+}

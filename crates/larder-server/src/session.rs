@@ -1,0 +1,309 @@
+//! One client connection: its read and write buffers and the loop that turns
+//! bytes into requests and replies.
+//!
+//! On every wake-up the session reads what the socket has, executes every
+//! complete request in the buffer (pipelining), and writes all the replies
+//! with one `write`. Buffers are reused from request to request, so a warm
+//! connection allocates nothing per request. They grow only as far as one
+//! request needs (a value up to `-I`, a long multi-get line), are bounded by
+//! the parser's limits, and shrink back once such a request is done.
+//!
+//! Backpressure: when a client does not read its replies and the pending
+//! output passes [`WRITE_HIGH_WATER`], the session stops executing requests
+//! until the output drains, so a slow reader cannot make the server buffer
+//! without bound.
+
+use crate::exec::{execute, triage, After, Step};
+use crate::registry::{ConnInfo, ConnState};
+use crate::server::Server;
+use crate::stats::{bump, WorkerStats};
+use larder_proto::parse;
+use larder_store::Time;
+use mio::event::Source;
+use mio::net::{TcpStream, UnixStream};
+use mio::{Interest, Registry, Token};
+use std::io::{self, Read, Write};
+use std::sync::Arc;
+
+/// Initial and resting size of each buffer.
+const BUF_SIZE: usize = 16 * 1024;
+/// Buffers larger than this are shrunk back once empty.
+const SHRINK_ABOVE: usize = 256 * 1024;
+/// Stop executing requests while more than this much output is unsent.
+const WRITE_HIGH_WATER: usize = 4 * 1024 * 1024;
+/// Bytes read per wake-up before yielding to other connections.
+const READ_BUDGET: usize = 1024 * 1024;
+
+/// A TCP or Unix-domain stream.
+pub enum Stream {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.read(buf),
+            Stream::Unix(s) => s.read(buf),
+        }
+    }
+
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.write(buf),
+            Stream::Unix(s) => s.write(buf),
+        }
+    }
+
+    pub fn register(&mut self, registry: &Registry, token: Token) -> io::Result<()> {
+        let interest = Interest::READABLE | Interest::WRITABLE;
+        match self {
+            Stream::Tcp(s) => s.register(registry, token, interest),
+            Stream::Unix(s) => s.register(registry, token, interest),
+        }
+    }
+
+    pub fn deregister(&mut self, registry: &Registry) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.deregister(registry),
+            Stream::Unix(s) => s.deregister(registry),
+        }
+    }
+}
+
+/// What the worker should do with a session after an event.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Wait for the next readiness event.
+    Idle,
+    /// It has more work (read budget used up): run it again soon.
+    Again,
+    Close,
+}
+
+pub struct Session {
+    stream: Stream,
+    pub info: Arc<ConnInfo>,
+    /// Fully initialised; bytes `rstart..rend` are received and unprocessed.
+    rbuf: Vec<u8>,
+    rstart: usize,
+    rend: usize,
+    wbuf: Vec<u8>,
+    /// Start of unsent bytes in `wbuf`.
+    wstart: usize,
+    /// Bytes of a rejected data block still to discard.
+    swallow: usize,
+    /// Close once the pending output is written.
+    closing: bool,
+    /// Relative time of the last request (for idle timeouts).
+    pub last_active: Time,
+}
+
+impl Session {
+    pub fn new(stream: Stream, info: Arc<ConnInfo>, now: Time) -> Session {
+        Session {
+            stream,
+            info,
+            rbuf: vec![0; BUF_SIZE],
+            rstart: 0,
+            rend: 0,
+            wbuf: Vec::with_capacity(BUF_SIZE),
+            wstart: 0,
+            swallow: 0,
+            closing: false,
+            last_active: now,
+        }
+    }
+
+    pub fn stream_mut(&mut self) -> &mut Stream {
+        &mut self.stream
+    }
+
+    /// Whether the connection sits between requests (idle-timeout eligible).
+    pub fn is_idle(&self) -> bool {
+        self.rstart == self.rend && self.wstart == self.wbuf.len() && self.swallow == 0
+    }
+
+    /// Handle a readiness event (or a scheduled re-run).
+    pub fn on_event(&mut self, srv: &Server, ws: &WorkerStats, now: Time) -> Status {
+        let mut budget = READ_BUDGET;
+        loop {
+            if !self.flush(ws) {
+                return Status::Close;
+            }
+            if self.closing {
+                return if self.wstart == self.wbuf.len() { Status::Close } else { Status::Idle };
+            }
+            if self.pending_output() > WRITE_HIGH_WATER {
+                // Wait for the client to read; the writable event resumes us.
+                self.info.set_state(ConnState::Write);
+                return Status::Idle;
+            }
+            // Execute what is already buffered before reading more.
+            if self.rstart < self.rend || self.swallow > 0 {
+                let before = self.rstart;
+                self.process(srv, ws, now);
+                if self.rstart != before {
+                    self.last_active = now;
+                }
+                if self.closing || self.pending_output() > WRITE_HIGH_WATER {
+                    continue;
+                }
+            }
+            if budget == 0 {
+                bump(&ws.conn_yields, 1);
+                if !self.flush(ws) {
+                    return Status::Close;
+                }
+                return Status::Again;
+            }
+            match self.fill() {
+                Ok(0) => {
+                    // Peer closed; send what is pending is pointless.
+                    return Status::Close;
+                }
+                Ok(n) => {
+                    bump(&ws.bytes_read, n as u64);
+                    budget = budget.saturating_sub(n);
+                    self.last_active = now;
+                    self.info.touch(now);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if !self.flush(ws) {
+                        return Status::Close;
+                    }
+                    self.settle();
+                    return Status::Idle;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => return Status::Close,
+            }
+        }
+    }
+
+    fn pending_output(&self) -> usize {
+        self.wbuf.len() - self.wstart
+    }
+
+    /// Move unprocessed bytes to the front of the read buffer.
+    fn compact(&mut self) {
+        if self.rstart > 0 {
+            self.rbuf.copy_within(self.rstart..self.rend, 0);
+            self.rend -= self.rstart;
+            self.rstart = 0;
+        }
+    }
+
+    /// Make the read buffer able to hold `total` bytes of one request.
+    fn reserve_for(&mut self, total: usize) {
+        if self.rstart + total > self.rbuf.len() {
+            self.compact();
+            if total > self.rbuf.len() {
+                self.rbuf.resize(total, 0);
+            }
+        }
+    }
+
+    /// Read once into free space, making room first.
+    fn fill(&mut self) -> io::Result<usize> {
+        if self.rstart == self.rend {
+            self.rstart = 0;
+            self.rend = 0;
+        }
+        if self.rbuf.len() - self.rend < BUF_SIZE / 4 {
+            self.compact();
+            if self.rbuf.len() - self.rend < BUF_SIZE / 4 {
+                // An unfinished line or block that fills the buffer: grow.
+                // The parser bounds how far (line limits, -I).
+                let grown = self.rbuf.len() + BUF_SIZE;
+                self.rbuf.resize(grown, 0);
+            }
+        }
+        let n = self.stream.read(&mut self.rbuf[self.rend..])?;
+        self.rend += n;
+        Ok(n)
+    }
+
+    /// Execute every complete request in the read buffer.
+    fn process(&mut self, srv: &Server, ws: &WorkerStats, now: Time) {
+        self.info.set_state(ConnState::ParseCmd);
+        loop {
+            if self.swallow > 0 {
+                let n = self.swallow.min(self.rend - self.rstart);
+                self.rstart += n;
+                self.swallow -= n;
+                if self.swallow > 0 {
+                    self.info.set_state(ConnState::Swallow);
+                    break;
+                }
+            }
+            if self.rstart == self.rend || self.pending_output() > WRITE_HIGH_WATER {
+                break;
+            }
+            let buf = &self.rbuf[self.rstart..self.rend];
+            match triage(srv, ws, parse(buf, &srv.limits), now, &mut self.wbuf) {
+                Step::Run(request, consumed) => {
+                    let after = execute(srv, ws, request, now, &mut self.wbuf);
+                    self.rstart += consumed;
+                    if after == After::Close {
+                        self.closing = true;
+                        break;
+                    }
+                }
+                Step::Wait(needed) => {
+                    if let Some(total) = needed {
+                        // A data block is on its way: make room for all of it
+                        // once, instead of growing step by step.
+                        self.info.set_state(ConnState::Nread);
+                        self.reserve_for(total);
+                    }
+                    break;
+                }
+                Step::Skip { consumed, swallow } => {
+                    self.rstart += consumed;
+                    self.swallow = swallow;
+                }
+                Step::Close => {
+                    self.closing = true;
+                    break;
+                }
+            }
+        }
+        if self.rstart == self.rend && self.swallow == 0 {
+            self.info.set_state(ConnState::Waiting);
+        }
+    }
+
+    /// Write pending output; false if the connection is broken.
+    fn flush(&mut self, ws: &WorkerStats) -> bool {
+        while self.wstart < self.wbuf.len() {
+            match self.stream.write(&self.wbuf[self.wstart..]) {
+                Ok(0) => return false,
+                Ok(n) => {
+                    self.wstart += n;
+                    bump(&ws.bytes_written, n as u64);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => return false,
+            }
+        }
+        self.wbuf.clear();
+        self.wstart = 0;
+        true
+    }
+
+    /// Between wake-ups: give back memory a large request needed.
+    fn settle(&mut self) {
+        if self.rstart == self.rend {
+            self.rstart = 0;
+            self.rend = 0;
+            if self.rbuf.len() > SHRINK_ABOVE {
+                self.rbuf = vec![0; BUF_SIZE];
+            }
+        }
+        if self.wbuf.is_empty() && self.wbuf.capacity() > SHRINK_ABOVE {
+            self.wbuf = Vec::with_capacity(BUF_SIZE);
+        }
+    }
+}

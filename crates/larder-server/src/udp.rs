@@ -1,0 +1,92 @@
+//! memcached's UDP framing (`-U <port>`).
+//!
+//! Every datagram starts with an 8-byte frame header: request id, sequence
+//! number, total datagrams, reserved (big-endian u16 each). A request must
+//! fit in one datagram; the reply is cut into datagrams of at most
+//! [`MAX_DATAGRAM`] bytes, each with the request id, its sequence number and
+//! the total count. Requests spanning several datagrams are dropped, as
+//! memcached drops them.
+
+use crate::exec::{execute, triage, Step};
+use crate::server::Server;
+use crate::stats::{bump, WorkerStats};
+use larder_proto::parse;
+use larder_store::Time;
+use mio::net::UdpSocket;
+use std::io::ErrorKind;
+use std::net::SocketAddr;
+
+const HEADER: usize = 8;
+/// memcached's UDP_MAX_PAYLOAD_SIZE: a datagram including its header.
+const MAX_DATAGRAM: usize = 1400;
+
+pub struct UdpHandler {
+    socket: UdpSocket,
+    rbuf: Vec<u8>,
+    out: Vec<u8>,
+    datagram: Vec<u8>,
+}
+
+impl UdpHandler {
+    pub fn new(socket: UdpSocket) -> UdpHandler {
+        UdpHandler { socket, rbuf: vec![0; 65536], out: Vec::with_capacity(16384), datagram: Vec::with_capacity(MAX_DATAGRAM) }
+    }
+
+    pub fn on_readable(&mut self, srv: &Server, ws: &WorkerStats, now: Time) {
+        loop {
+            let (n, peer) = match self.socket.recv_from(&mut self.rbuf) {
+                Ok(r) => r,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(_) => return,
+            };
+            bump(&ws.bytes_read, n as u64);
+            if n < HEADER {
+                continue;
+            }
+            let header = &self.rbuf[..HEADER];
+            let request_id = [header[0], header[1]];
+            let total = u16::from_be_bytes([header[4], header[5]]);
+            if total != 1 {
+                continue;
+            }
+            self.out.clear();
+            let mut pos = HEADER;
+            while pos < n {
+                let parsed = parse(&self.rbuf[pos..n], &srv.limits);
+                match triage(srv, ws, parsed, now, &mut self.out) {
+                    Step::Run(request, consumed) => {
+                        pos += consumed;
+                        let _ = execute(srv, ws, request, now, &mut self.out);
+                    }
+                    Step::Skip { consumed, swallow } => pos += consumed + swallow,
+                    Step::Wait(_) | Step::Close => break,
+                }
+            }
+            self.send_reply(request_id, peer, ws);
+        }
+    }
+
+    fn send_reply(&mut self, request_id: [u8; 2], peer: SocketAddr, ws: &WorkerStats) {
+        if self.out.is_empty() {
+            return;
+        }
+        let chunk = MAX_DATAGRAM - HEADER;
+        let count = self.out.len().div_ceil(chunk);
+        if count > u16::MAX as usize {
+            return;
+        }
+        for (seq, part) in self.out.chunks(chunk).enumerate() {
+            self.datagram.clear();
+            self.datagram.extend_from_slice(&request_id);
+            self.datagram.extend_from_slice(&(seq as u16).to_be_bytes());
+            self.datagram.extend_from_slice(&(count as u16).to_be_bytes());
+            self.datagram.extend_from_slice(&[0, 0]);
+            self.datagram.extend_from_slice(part);
+            // UDP is best effort: a full socket buffer drops the datagram.
+            if let Ok(n) = self.socket.send_to(&self.datagram, peer) {
+                bump(&ws.bytes_written, n as u64);
+            }
+        }
+    }
+}

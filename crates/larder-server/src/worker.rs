@@ -1,0 +1,187 @@
+//! A worker thread: its own epoll (mio `Poll`), the connections handed to it
+//! by the acceptor, and its share of the UDP socket.
+//!
+//! Each wake-up handles every ready connection; a connection that used up its
+//! read budget is run again on the next turn of the loop (after the others),
+//! so one flooding client cannot starve the rest. Once a second the worker
+//! closes connections idle past `-o idle_timeout`.
+
+use crate::registry::ConnInfo;
+use crate::server::Server;
+use crate::session::{Session, Status, Stream};
+use crate::stats::bump;
+use crate::udp::UdpHandler;
+use mio::net::UdpSocket;
+use mio::{Events, Interest, Poll, Token, Waker};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const WAKER: Token = Token(usize::MAX);
+const UDP_BASE: usize = usize::MAX / 2;
+
+/// A connection accepted for a worker.
+pub struct NewConn {
+    pub stream: Stream,
+    pub info: Arc<ConnInfo>,
+}
+
+/// How the acceptor hands connections to a worker.
+pub struct Inbox {
+    queue: Mutex<Vec<NewConn>>,
+    waker: Waker,
+}
+
+impl Inbox {
+    pub fn push(&self, conn: NewConn) {
+        self.queue.lock().unwrap().push(conn);
+        let _ = self.waker.wake();
+    }
+
+    /// Wake the worker without work (shutdown).
+    pub fn wake(&self) {
+        let _ = self.waker.wake();
+    }
+}
+
+pub struct Worker {
+    id: usize,
+    srv: Arc<Server>,
+    poll: Poll,
+    inbox: Arc<Inbox>,
+    sessions: Vec<Option<Session>>,
+    free: Vec<usize>,
+    udp: Vec<UdpHandler>,
+}
+
+impl Worker {
+    /// Create a worker and the inbox the acceptor uses to reach it.
+    pub fn new(id: usize, srv: Arc<Server>, udp_sockets: Vec<UdpSocket>) -> std::io::Result<(Worker, Arc<Inbox>)> {
+        let poll = Poll::new()?;
+        let waker = Waker::new(poll.registry(), WAKER)?;
+        let inbox = Arc::new(Inbox { queue: Mutex::new(Vec::new()), waker });
+        let mut udp = Vec::new();
+        for (i, mut sock) in udp_sockets.into_iter().enumerate() {
+            poll.registry().register(&mut sock, Token(UDP_BASE + i), Interest::READABLE)?;
+            udp.push(UdpHandler::new(sock));
+        }
+        let worker = Worker { id, srv, poll, inbox: inbox.clone(), sessions: Vec::new(), free: Vec::new(), udp };
+        Ok((worker, inbox))
+    }
+
+    pub fn run(mut self) {
+        let mut events = Events::with_capacity(1024);
+        let mut again: Vec<Token> = Vec::new();
+        let mut last_sweep = self.srv.clock.now();
+        let srv = self.srv.clone();
+        let ws = &srv.stats.workers[self.id];
+        loop {
+            let timeout = if again.is_empty() { Duration::from_millis(500) } else { Duration::ZERO };
+            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    eprintln!("larder: worker {} poll failed: {e}", self.id);
+                    return;
+                }
+            }
+            if srv.stopping() {
+                self.close_all();
+                return;
+            }
+            let now = srv.clock.now();
+            let mut rerun = std::mem::take(&mut again);
+            for event in events.iter() {
+                let token = event.token();
+                if token == WAKER {
+                    self.adopt_new(now);
+                } else if token.0 >= UDP_BASE {
+                    if let Some(h) = self.udp.get_mut(token.0 - UDP_BASE) {
+                        h.on_readable(&srv, ws, now);
+                    }
+                } else {
+                    rerun.retain(|t| *t != token);
+                    self.run_session(token, now, &mut again);
+                }
+            }
+            for token in rerun {
+                self.run_session(token, now, &mut again);
+            }
+            if now != last_sweep {
+                last_sweep = now;
+                self.sweep_idle(now);
+            }
+        }
+    }
+
+    fn run_session(&mut self, token: Token, now: u32, again: &mut Vec<Token>) {
+        let srv = &*self.srv;
+        let ws = &srv.stats.workers[self.id];
+        let Some(Some(session)) = self.sessions.get_mut(token.0) else { return };
+        match session.on_event(srv, ws, now) {
+            Status::Idle => {}
+            Status::Again => again.push(token),
+            Status::Close => self.close(token.0),
+        }
+    }
+
+    fn adopt_new(&mut self, now: u32) {
+        let conns = std::mem::take(&mut *self.inbox.queue.lock().unwrap());
+        for conn in conns {
+            let slot = match self.free.pop() {
+                Some(i) => i,
+                None => {
+                    self.sessions.push(None);
+                    self.sessions.len() - 1
+                }
+            };
+            let mut session = Session::new(conn.stream, conn.info, now);
+            if session.stream_mut().register(self.poll.registry(), Token(slot)).is_err() {
+                self.srv.registry.remove(session.info.fd);
+                self.srv.stats.conns.curr_connections.fetch_sub(1, Relaxed);
+                self.free.push(slot);
+                continue;
+            }
+            self.sessions[slot] = Some(session);
+            // Data may already be waiting (edge-triggered: no event for it).
+            let mut again = Vec::new();
+            self.run_session(Token(slot), now, &mut again);
+            for t in again {
+                self.run_session(t, now, &mut Vec::new());
+            }
+        }
+    }
+
+    fn close(&mut self, slot: usize) {
+        if let Some(mut session) = self.sessions[slot].take() {
+            let _ = session.stream_mut().deregister(self.poll.registry());
+            self.srv.registry.remove(session.info.fd);
+            self.srv.stats.conns.curr_connections.fetch_sub(1, Relaxed);
+            self.free.push(slot);
+        }
+    }
+
+    fn close_all(&mut self) {
+        for slot in 0..self.sessions.len() {
+            self.close(slot);
+        }
+    }
+
+    /// Close connections idle longer than `-o idle_timeout`.
+    fn sweep_idle(&mut self, now: u32) {
+        let limit = self.srv.settings.idle_timeout;
+        if limit == 0 {
+            return;
+        }
+        let mut idle = Vec::new();
+        for (slot, s) in self.sessions.iter().enumerate() {
+            if let Some(s) = s {
+                if s.is_idle() && now.saturating_sub(s.last_active) > limit {
+                    idle.push(slot);
+                }
+            }
+        }
+        for slot in idle {
+            bump(&self.srv.stats.workers[self.id].idle_kicks, 1);
+            self.close(slot);
+        }
+    }
+}
