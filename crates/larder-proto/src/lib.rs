@@ -14,4 +14,4 @@
 pub mod reply;
 pub mod text;
 
-pub use text::{parse, Keys, Limits, Parsed, Request, StoreCommand};
+pub use text::{parse, AdminCommand, Keys, Limits, Parsed, Request, StoreCommand};

@@ -3,11 +3,30 @@
 //! [`parse`] looks at the front of a connection's read buffer and says one of:
 //! here is a complete request and how many bytes it used; I need more bytes;
 //! this request is bad (send this exact error, drop these bytes, then swallow
-//! that many more as they arrive); or close the connection (what memcached does
-//! with a line that is too long and is not a `get`).
+//! that many more as they arrive); the request is bad but asked for `noreply`
+//! (drop and swallow silently); a storage command's item can never fit; or
+//! close the connection (what memcached does with a line that is too long and
+//! is not a `get`, or with an HTTP request).
 //!
-//! Tokenising follows memcached: the line ends at `\n` (a `\r` before it is
-//! dropped), tokens are separated by one or more spaces.
+//! Tokenising follows memcached 1.6.18 (`proto_text.c`), whose quirks clients
+//! and memcached's own test suite observe:
+//!
+//! * A line ends at `\n`; one `\r` before it is dropped (unless the line is
+//!   just `\r`). A NUL byte ends the command early: memcached tokenises a C
+//!   string, so whatever follows a NUL on the line is ignored.
+//! * Tokens are separated by one or more spaces (only `' '`: a tab is part of
+//!   a token). Only the first 23 tokens count toward a command's arity; the
+//!   rest of the line is ignored, except by the get family, whose keys run to
+//!   the end of the line and are all validated here.
+//! * Numbers are read the way C's `strtoul`/`strtol` read them inside
+//!   memcached's `safe_strto*` helpers: leading whitespace and a sign are
+//!   accepted, the digits may be followed by whitespace and anything after
+//!   it, values wider than the target are truncated (flags `4294967297` is
+//!   `1`, exptime is an `int32_t`), and a negative value is refused by the
+//!   unsigned readers only when it wraps to a value with the top bit set.
+//!
+//! The parser is stateless and never allocates: the server calls it again on
+//! the same bytes when more arrive.
 
 /// Limits that shape parsing decisions.
 #[derive(Clone, Copy, Debug)]
@@ -15,6 +34,10 @@ pub struct Limits {
     /// `-I`: the largest item the server accepts. A storage command whose
     /// item would be larger is answered `SERVER_ERROR object too large for
     /// cache` and its data block is swallowed without being buffered.
+    ///
+    /// The size compared is memcached's: see [`item_size`]. memcached started
+    /// with `-C` (no CAS) stores 8 bytes less per item; a server emulating
+    /// that passes `item_size_max + 8`.
     pub item_size_max: usize,
     /// Longest command line accepted without a newline before the connection
     /// is closed (memcached: 2048, except for `get`/`gets` lines which may be
@@ -66,14 +89,37 @@ impl<'a> Iterator for Keys<'a> {
     }
 }
 
+/// Administrative commands memcached 1.6.18 (as Debian builds it: with TLS
+/// and extstore, without the debug-only `misbehave`/`debugtime`) recognises.
+/// The parser only identifies them; the server interprets `args` and
+/// answers as memcached does (often `ERROR`, or the feature-off message).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AdminCommand {
+    /// `slabs reassign <src> <dst>` / `slabs automove <0|1|2>` / `slabs automove ratio <r>`.
+    Slabs,
+    /// `lru tune|mode|temp_ttl ...` (at least one argument).
+    Lru,
+    /// `lru_crawler crawl|metadump|tocrawl|sleep|enable|disable ...`.
+    LruCrawler,
+    /// `watch [rawcmds|evictions|fetchers|mutations|...]`.
+    Watch,
+    /// `extstore <setting> <value> ...` (at least one argument).
+    Extstore,
+    /// `refresh_certs [noreply]` (memcached without TLS on answers
+    /// `Error TLS not enabled`).
+    RefreshCerts,
+}
+
 /// A parsed request. Slices borrow the read buffer.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Request<'a> {
-    /// `get`/`gets` (cas = true for gets).
+    /// `get`/`gets` (cas = true for gets). Also the ancient `bget`.
     Get { keys: Keys<'a>, cas: bool },
-    /// `gat`/`gats`: get and touch. `exptime` is the raw protocol value.
+    /// `gat`/`gats`: get and touch. `exptime` is the raw protocol value
+    /// (memcached's `int32_t`: wider numbers arrive truncated). `keys` may
+    /// be empty (`gat 10` answers just `END`).
     Gat { exptime: i64, keys: Keys<'a>, cas: bool },
-    /// `set add replace append prepend cas`.
+    /// `set add replace append prepend cas`. `exptime` as for `Gat`.
     Store {
         command: StoreCommand,
         key: &'a [u8],
@@ -86,20 +132,26 @@ pub enum Request<'a> {
     /// `incr` (incr = true) / `decr`.
     Arith { key: &'a [u8], incr: bool, delta: u64, noreply: bool },
     Touch { key: &'a [u8], exptime: i64, noreply: bool },
-    /// `flush_all [delay] [noreply]`.
+    /// `flush_all [delay] [noreply]`. `delay` may be zero or negative
+    /// (both mean "now" in memcached).
     FlushAll { delay: i64, noreply: bool },
     Version,
+    /// `verbosity <level> [noreply]`; memcached clamps the level itself.
     Verbosity { level: u32, noreply: bool },
     Quit,
     /// `stats [group ...]`: `args` is everything after `stats`, trimmed.
     Stats { args: &'a [u8] },
     /// `shutdown [graceful]`.
     Shutdown { graceful: bool },
-    /// `cache_memlimit <megabytes> [noreply]`.
+    /// `cache_memlimit <megabytes> [noreply]` (a 32-bit value, truncated as
+    /// memcached does; range checks are the server's).
     CacheMemlimit { megabytes: u64, noreply: bool },
     /// `debugtime <secs>`: test-only clock control; the server refuses it
     /// unless started with the test option.
     DebugTime { offset: i64 },
+    /// An administrative command; see [`AdminCommand`]. `args` is the rest
+    /// of the line after the command name, trimmed of spaces.
+    Admin { command: AdminCommand, args: &'a [u8] },
 }
 
 /// What [`parse`] found at the front of the buffer.
@@ -114,12 +166,583 @@ pub enum Parsed<'a> {
     /// `"CLIENT_ERROR bad command line format"`), drop `consumed` bytes, then
     /// discard the next `swallow` bytes as they arrive.
     Error { error: &'static str, consumed: usize, swallow: usize },
+    /// A bad request whose last token was `noreply`: memcached suppresses
+    /// even the error. Drop `consumed` bytes, swallow `swallow` more, send
+    /// nothing. (For example `set k x 0 5 noreply`, `incr k z noreply`, or a
+    /// data block not ending in `\r\n` after `set ... noreply`.)
+    Silent { consumed: usize, swallow: usize },
+    /// A storage command whose item can never fit in `item_size_max`.
+    /// Reply `SERVER_ERROR object too large for cache` ([`TOO_LARGE`])
+    /// unless `noreply`, drop `consumed` bytes (the command line) and swallow
+    /// `swallow` more (the data block and its `\r\n`, never buffered). For
+    /// `StoreCommand::Set` memcached also unlinks any existing item under
+    /// `key`, so stale data does not survive a failed set.
+    TooLarge { command: StoreCommand, key: &'a [u8], noreply: bool, consumed: usize, swallow: usize },
     /// memcached closes the connection here (an overlong line, for example).
     Close,
 }
 
-/// Parse one request from the front of `buf`.
-pub fn parse<'a>(buf: &'a [u8], limits: &Limits) -> Parsed<'a> {
-    let _ = (buf, limits);
-    todo!("text protocol parser")
+/// `ERROR`: unknown command or wrong number of tokens.
+pub const ERROR: &str = "ERROR";
+/// Bad key length, unparsable storage numbers, bad `verbosity` level.
+pub const BAD_FORMAT: &str = "CLIENT_ERROR bad command line format";
+/// A data block that does not end in `\r\n`.
+pub const BAD_DATA_CHUNK: &str = "CLIENT_ERROR bad data chunk";
+/// An item larger than `-I`.
+pub const TOO_LARGE: &str = "SERVER_ERROR object too large for cache";
+/// `touch`, `gat`, `flush_all` with an unparsable time.
+pub const INVALID_EXPTIME: &str = "CLIENT_ERROR invalid exptime argument";
+/// `incr`/`decr` with an unparsable delta.
+pub const INVALID_DELTA: &str = "CLIENT_ERROR invalid numeric delta argument";
+/// `delete` with a time other than `0`, or extra tokens (two spaces, sic).
+pub const DELETE_USAGE: &str =
+    "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]";
+/// `shutdown` with an argument other than `graceful`. memcached started
+/// without `-A` answers every `shutdown` line with `ERROR: shutdown not
+/// enabled` before looking at arguments: a server emulating that replaces
+/// this error (compare with this constant) as well as the request.
+pub const INVALID_SHUTDOWN: &str = "CLIENT_ERROR invalid shutdown mode";
+
+/// memcached's `KEY_MAX_LENGTH`.
+pub const KEY_MAX_LENGTH: usize = 250;
+
+/// memcached's `MAX_TOKENS` counts a terminal pseudo-token, so a command sees
+/// at most this many real tokens.
+const MAX_REAL_TOKENS: usize = 23;
+
+/// memcached's `sizeof(item)` on 64-bit builds.
+const ITEM_HEADER: usize = 48;
+/// The CAS value stored with every item unless memcached runs with `-C`.
+const ITEM_CAS: usize = 8;
+
+/// The size memcached compares against `-I` for a stored item: header, CAS,
+/// key plus a NUL, 4 bytes of client flags when they are non-zero, and the
+/// value with its `\r\n`. `value_len` excludes the `\r\n`.
+///
+/// With `-I 1m` and key `k`, flags 0: a 1048516-byte value is stored and a
+/// 1048517-byte one is too large (checked against memcached 1.6.18).
+pub fn item_size(key_len: usize, flags: u32, value_len: usize) -> usize {
+    let flags_len = if flags == 0 { 0 } else { 4 };
+    ITEM_HEADER + ITEM_CAS + key_len + 1 + flags_len + value_len + 2
 }
+
+/// memcached's longest run of leading spaces tolerated before a long `get`.
+const MAX_LEADING_SPACES: usize = 100;
+
+/// Parse one request from the front of `buf`.
+///
+/// Framing and limits, as memcached 1.6.18 does them:
+///
+/// * Without a `\n` in `buf`: wait while `buf` holds at most
+///   `limits.max_line` bytes. Beyond that, keep waiting only for a line that
+///   starts (after at most 100 spaces) with `get ` or `gets ` and is at most
+///   `limits.max_get_line` long; otherwise [`Parsed::Close`]. memcached only
+///   applies the limit to bytes still lacking a newline, so a complete line
+///   already in `buf` is parsed whatever its length.
+/// * Unknown commands answer `ERROR`, but a line whose command is unknown and
+///   does not begin with one of memcached's dispatch letters (`g s a c i d t`,
+///   or a two-letter `m..`) and whose last counted token starts with `HTTP/`
+///   closes the connection.
+/// * Arity errors answer `ERROR` even with `noreply`; argument errors after
+///   the arity check are suppressed by a final `noreply` token
+///   ([`Parsed::Silent`]). A misspelled `noreply` is just an extra token
+///   (`set k 0 0 1 norepl` stores and replies).
+/// * `delete k 0` and `delete k 0 noreply` are accepted; any other time is
+///   [`DELETE_USAGE`].
+/// * A storage command's item size is checked (see [`item_size`]) as soon as
+///   its line is complete; its data block is then swallowed unbuffered
+///   ([`Parsed::TooLarge`]). Otherwise the data block is exactly `bytes + 2`
+///   bytes whatever they contain; if its last two are not `\r\n` the whole
+///   block is consumed and [`BAD_DATA_CHUNK`] answered, so what follows is
+///   parsed as the next command.
+/// * Meta commands (`mg ms md ma mn me`) are not implemented yet: `ERROR`.
+pub fn parse<'a>(buf: &'a [u8], limits: &Limits) -> Parsed<'a> {
+    let (line, consumed) = match frame(buf) {
+        Some(found) => found,
+        None => return no_newline(buf, limits),
+    };
+    let tokens = Tokens::new(line);
+    command(&tokens, buf, consumed, limits)
+}
+
+/// Find the first line: returns the command text (without `\r\n`, cut at the
+/// first NUL) and the bytes the line occupies including its `\n`.
+fn frame(buf: &[u8]) -> Option<(&[u8], usize)> {
+    let mut nul = None;
+    for (i, &b) in buf.iter().enumerate() {
+        if b == b'\n' {
+            // memcached drops the `\r` only when something precedes it.
+            let end = if i > 1 && buf[i - 1] == b'\r' { i - 1 } else { i };
+            let end = nul.map_or(end, |z: usize| z.min(end));
+            return Some((&buf[..end], i + 1));
+        }
+        if b == 0 && nul.is_none() {
+            nul = Some(i);
+        }
+    }
+    None
+}
+
+/// No complete line yet: wait, unless the bytes already exceed what
+/// memcached tolerates without a newline.
+fn no_newline<'a>(buf: &[u8], limits: &Limits) -> Parsed<'a> {
+    if buf.len() <= limits.max_line {
+        return Parsed::Incomplete { needed: None };
+    }
+    // Only a multi-get may legitimately be this long.
+    let spaces = buf.iter().take_while(|&&b| b == b' ').count();
+    let rest = &buf[spaces..];
+    let is_get = rest.starts_with(b"get ") || rest.starts_with(b"gets ");
+    if spaces > MAX_LEADING_SPACES || !is_get || buf.len() > limits.max_get_line {
+        return Parsed::Close;
+    }
+    Parsed::Incomplete { needed: None }
+}
+
+/// The first [`MAX_REAL_TOKENS`] space-separated tokens of a line, as byte
+/// ranges so that "the rest of the line after token i" stays available.
+struct Tokens<'a> {
+    line: &'a [u8],
+    spans: [(usize, usize); MAX_REAL_TOKENS],
+    len: usize,
+}
+
+impl<'a> Tokens<'a> {
+    fn new(line: &'a [u8]) -> Self {
+        let mut t = Tokens { line, spans: [(0, 0); MAX_REAL_TOKENS], len: 0 };
+        let mut i = 0;
+        while t.len < MAX_REAL_TOKENS {
+            while i < line.len() && line[i] == b' ' {
+                i += 1;
+            }
+            if i == line.len() {
+                break;
+            }
+            let start = i;
+            while i < line.len() && line[i] != b' ' {
+                i += 1;
+            }
+            t.spans[t.len] = (start, i);
+            t.len += 1;
+        }
+        t
+    }
+
+    /// Token `i`; callers check `len` first.
+    fn get(&self, i: usize) -> &'a [u8] {
+        let (s, e) = self.spans[i];
+        &self.line[s..e]
+    }
+
+    fn last(&self) -> &'a [u8] {
+        self.get(self.len - 1)
+    }
+
+    /// memcached's `set_noreply_maybe`: the last counted token is `noreply`.
+    fn noreply(&self) -> bool {
+        self.last() == b"noreply"
+    }
+
+    /// Everything after token `i` (untrimmed).
+    fn after(&self, i: usize) -> &'a [u8] {
+        &self.line[self.spans[i].1..]
+    }
+}
+
+/// Dispatch on the command name.
+fn command<'a>(t: &Tokens<'a>, buf: &'a [u8], consumed: usize, limits: &Limits) -> Parsed<'a> {
+    let line = Line { consumed };
+    // No command is shorter than two bytes; an empty line is `ERROR` too.
+    if t.len == 0 || t.get(0).len() < 2 {
+        return line.error(ERROR);
+    }
+    match t.get(0) {
+        b"get" | b"bget" => get(t, line, false),
+        b"gets" => get(t, line, true),
+        b"gat" => gat(t, line, false),
+        b"gats" => gat(t, line, true),
+        b"set" => store(t, buf, line, StoreKind::Set, limits),
+        b"add" => store(t, buf, line, StoreKind::Add, limits),
+        b"replace" => store(t, buf, line, StoreKind::Replace, limits),
+        b"append" => store(t, buf, line, StoreKind::Append, limits),
+        b"prepend" => store(t, buf, line, StoreKind::Prepend, limits),
+        b"cas" => store(t, buf, line, StoreKind::Cas, limits),
+        b"delete" => delete(t, line),
+        b"incr" => arith(t, line, true),
+        b"decr" => arith(t, line, false),
+        b"touch" => touch(t, line),
+        b"flush_all" => flush_all(t, line),
+        b"version" => line.request(Request::Version),
+        b"quit" => line.request(Request::Quit),
+        b"verbosity" => verbosity(t, line),
+        b"stats" => line.request(Request::Stats { args: trim(t.after(0)) }),
+        b"shutdown" => shutdown(t, line),
+        b"cache_memlimit" => cache_memlimit(t, line),
+        b"debugtime" => debugtime(t, line),
+        b"slabs" => admin(t, line, AdminCommand::Slabs, 1),
+        b"lru" => admin(t, line, AdminCommand::Lru, 2),
+        b"lru_crawler" => admin(t, line, AdminCommand::LruCrawler, 1),
+        b"watch" => admin(t, line, AdminCommand::Watch, 1),
+        b"extstore" => admin(t, line, AdminCommand::Extstore, 2),
+        b"refresh_certs" => admin(t, line, AdminCommand::RefreshCerts, 1),
+        _ => unknown(t, line),
+    }
+}
+
+/// An unrecognised command. memcached dispatches on the first letter and
+/// answers `ERROR` inside each letter's branch; only a command falling
+/// through all of them gets the HTTP check that closes the connection.
+fn unknown<'a>(t: &Tokens<'a>, line: Line) -> Parsed<'a> {
+    let name = t.get(0);
+    let dispatched = (name[0] == b'm' && name.len() == 2) || b"gsacidt".contains(&name[0]);
+    if !dispatched && t.last().starts_with(b"HTTP/") {
+        return Parsed::Close;
+    }
+    line.error(ERROR)
+}
+
+/// The command line's extent, to build results that consume exactly it.
+#[derive(Clone, Copy)]
+struct Line {
+    consumed: usize,
+}
+
+impl Line {
+    fn request(self, request: Request<'_>) -> Parsed<'_> {
+        Parsed::Request { request, consumed: self.consumed }
+    }
+
+    fn error<'a>(self, error: &'static str) -> Parsed<'a> {
+        Parsed::Error { error, consumed: self.consumed, swallow: 0 }
+    }
+
+    /// An argument error: silent when the command asked for `noreply`.
+    fn fail<'a>(self, error: &'static str, noreply: bool) -> Parsed<'a> {
+        if noreply {
+            Parsed::Silent { consumed: self.consumed, swallow: 0 }
+        } else {
+            self.error(error)
+        }
+    }
+}
+
+fn key_ok(key: &[u8]) -> bool {
+    key.len() <= KEY_MAX_LENGTH
+}
+
+/// `get|gets|bget <key>*`: at least one key, all of them at most 250 bytes.
+fn get<'a>(t: &Tokens<'a>, line: Line, cas: bool) -> Parsed<'a> {
+    if t.len < 2 {
+        return line.error(ERROR);
+    }
+    keys_request(t.after(0), line, |keys| Request::Get { keys, cas })
+}
+
+/// `gat|gats <exptime> <key>*`: the exptime is checked before the keys, and
+/// zero keys is fine.
+fn gat<'a>(t: &Tokens<'a>, line: Line, cas: bool) -> Parsed<'a> {
+    if t.len < 2 {
+        return line.error(ERROR);
+    }
+    let exptime = match safe_i32(t.get(1)) {
+        Some(v) => i64::from(v),
+        None => return line.error(INVALID_EXPTIME),
+    };
+    keys_request(t.after(1), line, |keys| Request::Gat { exptime, keys, cas })
+}
+
+fn keys_request<'a>(
+    list: &'a [u8],
+    line: Line,
+    build: impl FnOnce(Keys<'a>) -> Request<'a>,
+) -> Parsed<'a> {
+    let keys = Keys::new(list);
+    if !keys.into_iter().all(key_ok) {
+        return line.error(BAD_FORMAT);
+    }
+    line.request(build(keys))
+}
+
+/// Storage commands, before the CAS unique is known.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum StoreKind {
+    Set,
+    Add,
+    Replace,
+    Append,
+    Prepend,
+    Cas,
+}
+
+/// `<cmd> <key> <flags> <exptime> <bytes> [<cas unique>] [noreply]\r\n<data>\r\n`
+fn store<'a>(t: &Tokens<'a>, buf: &'a [u8], line: Line, kind: StoreKind, limits: &Limits) -> Parsed<'a> {
+    let args = if kind == StoreKind::Cas { 6 } else { 5 };
+    if t.len != args && t.len != args + 1 {
+        return line.error(ERROR);
+    }
+    let noreply = t.noreply();
+    let key = t.get(1);
+    if !key_ok(key) {
+        return line.fail(BAD_FORMAT, noreply);
+    }
+    let (flags, exptime, bytes) = match (safe_u32(t.get(2)), safe_i32(t.get(3)), safe_i32(t.get(4))) {
+        (Some(f), Some(e), Some(b)) => (f, i64::from(e), b),
+        _ => return line.fail(BAD_FORMAT, noreply),
+    };
+    let command = match kind {
+        StoreKind::Set => StoreCommand::Set,
+        StoreKind::Add => StoreCommand::Add,
+        StoreKind::Replace => StoreCommand::Replace,
+        StoreKind::Append => StoreCommand::Append,
+        StoreKind::Prepend => StoreCommand::Prepend,
+        StoreKind::Cas => match safe_u64(t.get(5)) {
+            Some(unique) => StoreCommand::Cas(unique),
+            None => return line.fail(BAD_FORMAT, noreply),
+        },
+    };
+    // memcached adds 2 for the `\r\n` in an int, so it refuses lengths that
+    // would overflow that.
+    if bytes < 0 || bytes > i32::MAX - 2 {
+        return line.fail(BAD_FORMAT, noreply);
+    }
+    let block = bytes as usize + 2;
+    if item_size(key.len(), flags, bytes as usize) > limits.item_size_max {
+        return Parsed::TooLarge { command, key, noreply, consumed: line.consumed, swallow: block };
+    }
+    let end = line.consumed + block;
+    if buf.len() < end {
+        return Parsed::Incomplete { needed: Some(end) };
+    }
+    if &buf[end - 2..end] != b"\r\n" {
+        // memcached has read the whole block into the item by now.
+        return Line { consumed: end }.fail(BAD_DATA_CHUNK, noreply);
+    }
+    let data = &buf[line.consumed..end - 2];
+    Parsed::Request {
+        request: Request::Store { command, key, flags, exptime, data, noreply },
+        consumed: end,
+    }
+}
+
+/// `delete <key> [0] [noreply]`: a hold time is a relic of 1.4; only `0`
+/// is still accepted.
+fn delete<'a>(t: &Tokens<'a>, line: Line) -> Parsed<'a> {
+    if !(2..=4).contains(&t.len) {
+        return line.error(ERROR);
+    }
+    let mut noreply = false;
+    if t.len > 2 {
+        let hold_is_zero = t.get(2) == b"0";
+        noreply = t.noreply();
+        let valid = (t.len == 3 && (hold_is_zero || noreply)) || (t.len == 4 && hold_is_zero && noreply);
+        if !valid {
+            return line.fail(DELETE_USAGE, noreply);
+        }
+    }
+    let key = t.get(1);
+    if !key_ok(key) {
+        return line.fail(BAD_FORMAT, noreply);
+    }
+    line.request(Request::Delete { key, noreply })
+}
+
+/// `incr|decr <key> <delta> [noreply]`
+fn arith<'a>(t: &Tokens<'a>, line: Line, incr: bool) -> Parsed<'a> {
+    if t.len != 3 && t.len != 4 {
+        return line.error(ERROR);
+    }
+    let noreply = t.noreply();
+    let key = t.get(1);
+    if !key_ok(key) {
+        return line.fail(BAD_FORMAT, noreply);
+    }
+    match safe_u64(t.get(2)) {
+        Some(delta) => line.request(Request::Arith { key, incr, delta, noreply }),
+        None => line.fail(INVALID_DELTA, noreply),
+    }
+}
+
+/// `touch <key> <exptime> [noreply]`
+fn touch<'a>(t: &Tokens<'a>, line: Line) -> Parsed<'a> {
+    if t.len != 3 && t.len != 4 {
+        return line.error(ERROR);
+    }
+    let noreply = t.noreply();
+    let key = t.get(1);
+    if !key_ok(key) {
+        return line.fail(BAD_FORMAT, noreply);
+    }
+    match safe_i32(t.get(2)) {
+        Some(e) => line.request(Request::Touch { key, exptime: i64::from(e), noreply }),
+        None => line.fail(INVALID_EXPTIME, noreply),
+    }
+}
+
+/// `flush_all [delay] [noreply]`: the delay is read whenever the token count
+/// says there is one, so `flush_all noreply 5` fails on `noreply`, and
+/// `flush_all 5 junk` flushes in 5 seconds.
+fn flush_all<'a>(t: &Tokens<'a>, line: Line) -> Parsed<'a> {
+    if t.len > 3 {
+        return line.error(ERROR);
+    }
+    let noreply = t.noreply();
+    let mut delay = 0;
+    if t.len != if noreply { 2 } else { 1 } {
+        match safe_i32(t.get(1)) {
+            Some(d) => delay = i64::from(d),
+            None => return line.fail(INVALID_EXPTIME, noreply),
+        }
+    }
+    line.request(Request::FlushAll { delay, noreply })
+}
+
+/// `verbosity <level> [noreply]`; `verbosity noreply` is a silent error.
+fn verbosity<'a>(t: &Tokens<'a>, line: Line) -> Parsed<'a> {
+    if t.len != 2 && t.len != 3 {
+        return line.error(ERROR);
+    }
+    let noreply = t.noreply();
+    match safe_u32(t.get(1)) {
+        Some(level) => line.request(Request::Verbosity { level, noreply }),
+        None => line.fail(BAD_FORMAT, noreply),
+    }
+}
+
+/// `shutdown [graceful]`. No `noreply` here.
+fn shutdown<'a>(t: &Tokens<'a>, line: Line) -> Parsed<'a> {
+    match t.len {
+        1 => line.request(Request::Shutdown { graceful: false }),
+        2 if t.get(1) == b"graceful" => line.request(Request::Shutdown { graceful: true }),
+        _ => line.error(INVALID_SHUTDOWN),
+    }
+}
+
+/// `cache_memlimit <megabytes> [noreply]`: memcached answers a bad number
+/// with a bare `ERROR`.
+fn cache_memlimit<'a>(t: &Tokens<'a>, line: Line) -> Parsed<'a> {
+    if t.len != 2 && t.len != 3 {
+        return line.error(ERROR);
+    }
+    let noreply = t.noreply();
+    match safe_u32(t.get(1)) {
+        Some(mb) => line.request(Request::CacheMemlimit { megabytes: u64::from(mb), noreply }),
+        None => line.fail(ERROR, noreply),
+    }
+}
+
+/// `debugtime <seconds>` (memcached debug builds also take `p`/`r` to pause
+/// and resume the clock; larder does not).
+fn debugtime<'a>(t: &Tokens<'a>, line: Line) -> Parsed<'a> {
+    if t.len < 2 {
+        return line.error(ERROR);
+    }
+    match safe_i64(t.get(1)) {
+        Some(offset) => line.request(Request::DebugTime { offset }),
+        None => line.error(ERROR),
+    }
+}
+
+/// An administrative command with at least `min_tokens` tokens (counting
+/// its name), as memcached demands before looking at it.
+fn admin<'a>(t: &Tokens<'a>, line: Line, command: AdminCommand, min_tokens: usize) -> Parsed<'a> {
+    if t.len < min_tokens {
+        return line.error(ERROR);
+    }
+    line.request(Request::Admin { command, args: trim(t.after(0)) })
+}
+
+/// Strip spaces (only spaces, the token separator) from both ends.
+fn trim(s: &[u8]) -> &[u8] {
+    let start = s.iter().position(|&b| b != b' ').unwrap_or(s.len());
+    let end = s.iter().rposition(|&b| b != b' ').map_or(start, |e| e + 1);
+    &s[start..end]
+}
+
+// ---------------------------------------------------------------------------
+// Numbers, read as C's strtoul/strtol read them (base 10) followed by the
+// checks of memcached's safe_strto* helpers.
+
+/// C's `isspace` in the "C" locale.
+fn is_c_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+}
+
+/// What `strto*` found: sign, magnitude (`None` if it overflowed 64 bits),
+/// or `None` overall when there were no digits or the digits were followed
+/// by something other than whitespace or the end of the token.
+fn scan_c_number(tok: &[u8]) -> Option<(bool, Option<u64>)> {
+    let mut i = tok.iter().take_while(|&&b| is_c_space(b)).count();
+    let negative = match tok.get(i) {
+        Some(b'-') => {
+            i += 1;
+            true
+        }
+        Some(b'+') => {
+            i += 1;
+            false
+        }
+        _ => false,
+    };
+    let digits_start = i;
+    let mut magnitude = Some(0u64);
+    while let Some(&b) = tok.get(i) {
+        if !b.is_ascii_digit() {
+            break;
+        }
+        magnitude = magnitude.and_then(|m| m.checked_mul(10)).and_then(|m| m.checked_add(u64::from(b - b'0')));
+        i += 1;
+    }
+    if i == digits_start {
+        return None;
+    }
+    if i < tok.len() && !is_c_space(tok[i]) {
+        return None;
+    }
+    Some((negative, magnitude))
+}
+
+/// `strtoull`: negation wraps, overflow (ERANGE) fails.
+fn c_strtoull(tok: &[u8]) -> Option<u64> {
+    let (negative, magnitude) = scan_c_number(tok)?;
+    let m = magnitude?;
+    Some(if negative { m.wrapping_neg() } else { m })
+}
+
+/// memcached's `safe_strtoull`: a result with the top bit set is refused if
+/// the token has a minus sign anywhere.
+fn safe_u64(tok: &[u8]) -> Option<u64> {
+    let v = c_strtoull(tok)?;
+    if (v as i64) < 0 && tok.contains(&b'-') {
+        return None;
+    }
+    Some(v)
+}
+
+/// memcached's `safe_strtoul`: as `safe_strtoull` (unsigned long is 64 bits),
+/// then truncated to 32 bits.
+fn safe_u32(tok: &[u8]) -> Option<u32> {
+    safe_u64(tok).map(|v| v as u32)
+}
+
+/// memcached's `safe_strtoll`.
+fn safe_i64(tok: &[u8]) -> Option<i64> {
+    let (negative, magnitude) = scan_c_number(tok)?;
+    let m = magnitude?;
+    if negative {
+        if m > 1u64 << 63 {
+            return None;
+        }
+        Some((m as i64).wrapping_neg())
+    } else {
+        i64::try_from(m).ok()
+    }
+}
+
+/// memcached's `safe_strtol`: a 64-bit `long` stored into an `int32_t`.
+fn safe_i32(tok: &[u8]) -> Option<i32> {
+    safe_i64(tok).map(|v| v as i32)
+}
+
+#[cfg(test)]
+#[path = "text_tests.rs"]
+mod tests;
