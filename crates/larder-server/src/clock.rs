@@ -6,11 +6,11 @@
 //! exptimes are converted with [`Clock::expiry`]: 0 = never, up to 30 days =
 //! relative seconds, larger = a Unix timestamp, negative = already expired.
 //!
-//! Tests may shift the clock with memcached's debug `debugtime` command (only
-//! when the server was started with `-o debugtime`).
+//! Tests may shift the clock with memcached's debug `debugtime <seconds>`
+//! command (only when the server was started with `-o debugtime`).
 
 use larder_store::Time;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// Largest relative exptime; beyond it an exptime is a Unix timestamp.
@@ -26,9 +26,6 @@ pub struct Clock {
     process_started: i64,
     /// Seconds added by `debugtime`.
     shift: AtomicI64,
-    /// `debugtime p` freezes the clock at this relative time.
-    paused: AtomicBool,
-    paused_at: AtomicU32,
 }
 
 impl Clock {
@@ -38,20 +35,11 @@ impl Clock {
             started: Instant::now(),
             process_started: unix - START_OFFSET,
             shift: AtomicI64::new(0),
-            paused: AtomicBool::new(false),
-            paused_at: AtomicU32::new(0),
         }
     }
 
     /// The current relative time in seconds.
     pub fn now(&self) -> Time {
-        if self.paused.load(Ordering::Relaxed) {
-            return self.paused_at.load(Ordering::Relaxed);
-        }
-        self.running_now()
-    }
-
-    fn running_now(&self) -> Time {
         let secs = self.started.elapsed().as_secs() as i64 + START_OFFSET + self.shift.load(Ordering::Relaxed);
         secs.clamp(1, u32::MAX as i64) as Time
     }
@@ -83,29 +71,9 @@ impl Clock {
         (exptime + self.now() as i64).min(u32::MAX as i64) as Time
     }
 
-    /// `debugtime <delta>` / `p` / `r`.
+    /// `debugtime <delta>`: move the clock by `delta` seconds.
     pub fn shift(&self, delta: i64) {
         self.shift.fetch_add(delta, Ordering::Relaxed);
-        if self.paused.load(Ordering::Relaxed) {
-            let t = (self.paused_at.load(Ordering::Relaxed) as i64 + delta).clamp(1, u32::MAX as i64);
-            self.paused_at.store(t as u32, Ordering::Relaxed);
-        }
-    }
-
-    pub fn pause(&self) {
-        if !self.paused.load(Ordering::Relaxed) {
-            self.paused_at.store(self.running_now(), Ordering::Relaxed);
-            self.paused.store(true, Ordering::Relaxed);
-        }
-    }
-
-    pub fn resume(&self) {
-        if self.paused.swap(false, Ordering::Relaxed) {
-            // Keep time continuous: running time jumps back to where it froze.
-            let frozen = self.paused_at.load(Ordering::Relaxed) as i64;
-            let running = self.running_now() as i64;
-            self.shift.fetch_add(frozen - running, Ordering::Relaxed);
-        }
     }
 }
 
@@ -135,16 +103,10 @@ mod tests {
     }
 
     #[test]
-    fn debugtime_shifts_and_pauses() {
+    fn debugtime_shifts() {
         let c = Clock::new();
         let t0 = c.now();
         c.shift(100);
-        assert_eq!(c.now(), t0 + 100);
-        c.pause();
-        let p = c.now();
-        c.shift(5);
-        assert_eq!(c.now(), p + 5);
-        c.resume();
-        assert!(c.now() >= p + 5 && c.now() <= p + 6);
+        assert!(c.now() >= t0 + 100 && c.now() <= t0 + 101);
     }
 }

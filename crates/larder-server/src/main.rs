@@ -6,6 +6,8 @@
 //! file, then start the workers. The main thread then only waits for
 //! SIGTERM/SIGINT (the `shutdown` command raises SIGTERM too) and tears down.
 
+#[cfg(feature = "alloc-count")]
+mod alloc_count;
 mod clock;
 mod config;
 mod exec;
@@ -19,6 +21,10 @@ mod udp;
 mod worker;
 
 use config::{Command, Settings};
+
+#[cfg(feature = "alloc-count")]
+#[global_allocator]
+static GLOBAL: alloc_count::Counting = alloc_count::Counting;
 use server::Server;
 use std::process::exit;
 use std::sync::Arc;

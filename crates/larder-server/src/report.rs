@@ -121,6 +121,8 @@ fn general(srv: &Server, out: &mut Vec<u8>) {
     stat_u64(out, "larder_bytes_dead", st.bytes_dead);
     stat_u64(out, "larder_index_slots", st.index_slots);
     stat_u64(out, "larder_index_used", st.index_used);
+    #[cfg(feature = "alloc-count")]
+    stat_u64(out, "larder_allocations", crate::alloc_count::allocations());
 }
 
 fn settings(srv: &Server, out: &mut Vec<u8>) {

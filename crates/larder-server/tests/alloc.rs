@@ -1,0 +1,63 @@
+//! A warm connection serves requests without allocating.
+//!
+//! Runs only with `--features alloc-count` (scripts/test does), which makes
+//! larder count every allocation and report it as `larder_allocations`.
+
+#![cfg(feature = "alloc-count")]
+
+mod common;
+
+use common::{Client, Larder};
+
+fn allocations(c: &mut Client) -> u64 {
+    c.stat("larder_allocations")
+}
+
+/// A batch of pipelined requests covering the hot paths, and its replies.
+fn batch(c: &mut Client, round: usize) {
+    let mut req = Vec::new();
+    for i in 0..50 {
+        let v = format!("value-{round}-{i}");
+        req.extend_from_slice(format!("set k{i} 1 0 {}\r\n{v}\r\n", v.len()).as_bytes());
+    }
+    req.extend_from_slice(b"get k0 k1 k2 k3 k4 k5 k6 k7 k8 k9 missing\r\n");
+    req.extend_from_slice(b"gets k10\r\ndelete k11\r\ndelete nope\r\ntouch k12 100\r\nincr n 1\r\nappend k13 0 0 1\r\nx\r\n");
+    c.send(&req);
+    for _ in 0..50 {
+        assert_eq!(c.line(), "STORED\r\n");
+    }
+    for _ in 0..10 {
+        assert!(c.line().starts_with("VALUE"));
+        c.line();
+    }
+    assert_eq!(c.line(), "END\r\n");
+    assert!(c.line().starts_with("VALUE k10"));
+    c.line();
+    for want in ["END\r\n", "DELETED\r\n", "NOT_FOUND\r\n", "TOUCHED\r\n"] {
+        assert_eq!(c.line(), want);
+    }
+    c.line(); // incr: a number
+    assert_eq!(c.line(), "STORED\r\n");
+}
+
+#[test]
+fn warm_requests_do_not_allocate() {
+    let l = Larder::start(&["-t", "1"]);
+    let mut c = l.connect();
+    c.expect(b"set n 0 0 1\r\n0\r\n", b"STORED\r\n");
+    for round in 0..20 {
+        batch(&mut c, round);
+    }
+    // What `stats` itself costs, measured the same way.
+    let a = allocations(&mut c);
+    let b = allocations(&mut c);
+    let stats_cost = b - a;
+    for round in 20..220 {
+        batch(&mut c, round);
+    }
+    let after = allocations(&mut c);
+    let during = after - b - stats_cost;
+    // 200 batches × 66 requests: a per-request allocation would show as
+    // thousands. Allow a handful for one-off growth.
+    assert!(during <= 8, "{during} allocations for 13,200 warm requests (stats costs {stats_cost})");
+}
