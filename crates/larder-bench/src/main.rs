@@ -1,1 +1,162 @@
-fn main() {}
+//! larder-bench: load generator and side-by-side benchmark harness for larder and memcached.
+//!
+//! Subcommands:
+//! - `run --server ADDR --scenario NAME [knobs]`: one scenario against a running server.
+//! - `compare --memcached BIN --larder BIN --rounds 3 --out BENCHMARKS.md`: start both
+//!   servers for every scenario, alternate them, write the report.
+//! - `compare --smoke`: every scenario for about a second (CI); exits non-zero on errors,
+//!   corruption or zero throughput.
+//! - `list`: the scenarios.
+
+mod args;
+mod codec;
+mod compare;
+mod conn;
+mod dist;
+mod driver;
+mod json;
+mod report;
+mod scenarios;
+mod server;
+mod stats;
+mod trace;
+mod workload;
+
+use std::net::{SocketAddr, ToSocketAddrs};
+
+use args::Args;
+use scenarios::Kind;
+
+const USAGE: &str = "\
+usage:
+  larder-bench run --server HOST:PORT [--scenario NAME] [--pid PID] [--smoke] [--json] [knobs]
+  larder-bench compare [--memcached BIN] [--larder BIN] [--rounds N] [--out BENCHMARKS.md]
+                       [--smoke] [--scenarios a,b,...] [--server-threads 1] [--server-cpu 0]
+                       [--gen-cpu 1] [--traces DIR] [--results-dir DIR] [--note TEXT] [--no-chart]
+  larder-bench list [--smoke]
+
+knobs (run): --connections N --threads N --depth N --warmup S --duration S
+  --key-space N --key-size N --keys uniform|zipf:S --values N|MIN-MAX|etc[:MAX]
+  --mix get=90,set=10 (get mget set delete incr mg ms) --multiget K
+  --rate OPS (open loop) --max-inflight N --verify-every N --preload true|false --seed N
+  --memory-mb N (memory and trace scenarios: the server's -m) --gen-cpu CPUS
+";
+
+fn main() {
+    let argv: Vec<String> = std::env::args().collect();
+    let code = match argv.get(1).map(String::as_str) {
+        Some("run") => cmd_run(&argv[2..]),
+        Some("compare") => cmd_compare(&argv),
+        Some("list") => cmd_list(&argv[2..]),
+        Some("help") | Some("--help") | Some("-h") | None => {
+            print!("{USAGE}");
+            Ok(0)
+        }
+        Some(other) => Err(format!("unknown subcommand {other:?}\n{USAGE}")),
+    };
+    match code {
+        Ok(c) => std::process::exit(c),
+        Err(e) => {
+            eprintln!("larder-bench: {e}");
+            std::process::exit(2);
+        }
+    }
+}
+
+fn cmd_list(argv: &[String]) -> Result<i32, String> {
+    let a = Args::parse(argv)?;
+    let smoke = a.flag("smoke");
+    let traces = a.str("traces").unwrap_or_else(|| "/work/shared/traces".into());
+    a.check_unused()?;
+    for s in scenarios::catalogue(smoke, &traces) {
+        println!("{:24} {}", s.name, s.title);
+    }
+    Ok(0)
+}
+
+fn cmd_run(argv: &[String]) -> Result<i32, String> {
+    let a = Args::parse(argv)?;
+    let addr: SocketAddr = a
+        .str("server")
+        .ok_or("--server HOST:PORT is required")?
+        .to_socket_addrs()
+        .map_err(|e| e.to_string())?
+        .next()
+        .ok_or("--server: no address")?;
+    let smoke = a.flag("smoke");
+    let name = a.str("scenario").unwrap_or_else(|| "get-hit".into());
+    let traces = a.str("traces").unwrap_or_else(|| "/work/shared/traces".into());
+    let mut sc = scenarios::catalogue(smoke, &traces).into_iter().find(|s| s.name == name).ok_or_else(|| format!("unknown scenario {name:?} (see `larder-bench list`)"))?;
+    sc.knobs.apply(&a)?;
+    let pid: Option<u32> = a.parse_num("pid")?;
+    let json_only = a.flag("json");
+    if let Some(m) = a.parse_num("memory-mb")? {
+        sc.memory_mb = m;
+    }
+    if let Some(cpus) = a.str("gen-cpu") {
+        server::pin_self(&cpus)?;
+    }
+    a.check_unused()?;
+    if sc.knobs.rate.is_none() && sc.knobs.rate_of_peak.is_some() {
+        return Err(format!("{name} is open loop: give --rate OPS (compare derives it from memcached's get-hit peak)"));
+    }
+    let outcome = match &sc.kind {
+        Kind::Load => scenarios::run_load(addr, pid, &sc.knobs)?,
+        Kind::Memory { factor } => scenarios::run_memory(addr, pid, &sc.knobs, sc.memory_mb, *factor)?,
+        Kind::Trace { path, value_size, max_requests, .. } => {
+            let t = trace::load(path)?;
+            scenarios::run_trace(addr, &t, *value_size, *max_requests, sc.memory_mb)?
+        }
+    };
+    let mut metrics = json::Obj::new();
+    for (k, v) in &outcome.metrics {
+        metrics = metrics.num(k, *v);
+    }
+    let js = json::Obj::new()
+        .str("scenario", &sc.name)
+        .str("server", &addr.to_string())
+        .str("knobs", &sc.knobs.flags())
+        .raw("summary", &outcome.summary.to_json())
+        .num("server_cpu_pct", outcome.server_cpu)
+        .num("gen_cpu_pct", outcome.gen_cpu)
+        .raw("metrics", &metrics.build())
+        .build();
+    if !json_only {
+        eprintln!("{}: {}", sc.name, outcome.summary.to_text());
+        if outcome.server_cpu.is_finite() || outcome.gen_cpu.is_finite() {
+            eprintln!("server cpu {:.1}% of a core, generator cpu {:.1}%", outcome.server_cpu, outcome.gen_cpu);
+        }
+        for (k, v) in &outcome.metrics {
+            eprintln!("{k}: {}", report::fmt_num(*v));
+        }
+    }
+    println!("{js}");
+    let bad = outcome.summary.corrupt > 0 || outcome.summary.ops == 0 || (matches!(sc.kind, Kind::Load) && outcome.summary.errors > 0);
+    Ok(if bad { 1 } else { 0 })
+}
+
+fn cmd_compare(argv: &[String]) -> Result<i32, String> {
+    let a = Args::parse(&argv[2..])?;
+    let cfg = compare::from_args(&a)?;
+    a.check_unused()?;
+    let started = std::process::Command::new("date").arg("-u").arg("+%Y-%m-%d %H:%M UTC").output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default();
+    let load_before = server::machine().3;
+    let results = compare::run(&cfg)?;
+    let cmdline = format!("larder-bench {}", argv[1..].join(" "));
+    if let Some(dir) = std::path::Path::new(&cfg.json_out).parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    std::fs::write(&cfg.json_out, report::json(&cfg, &results)).map_err(|e| format!("{}: {e}", cfg.json_out))?;
+    if let Some(png) = &cfg.chart {
+        if let Err(e) = report::chart(&cfg.json_out, png) {
+            eprintln!("larder-bench: no chart: {e}");
+        }
+    }
+    std::fs::write(&cfg.out, report::markdown(&cfg, &results, &cmdline, &started, &load_before)).map_err(|e| format!("{}: {e}", cfg.out))?;
+    eprintln!("wrote {}, {}", cfg.out, cfg.json_out);
+    let problems = compare::problems(&results);
+    for p in &problems {
+        eprintln!("PROBLEM: {p}");
+    }
+    Ok(if problems.is_empty() { 0 } else { 1 })
+}

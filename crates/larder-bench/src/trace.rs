@@ -1,0 +1,211 @@
+//! Hit ratio on real traces: load a cache2k trace and replay it as a look-aside cache would
+//! (`get`; on a miss, `set`), then report the hit ratio.
+//!
+//! Format (shared/traces/README.md): xz-compressed big-endian signed 32-bit integers, one key
+//! per request. Decompression runs the `xz` command (`xz -dc`): xz-utils is on every Debian
+//! system and in CI, and the traces are read once per run, so an xz decoder crate (and its
+//! C build or large pure-Rust dependency) buys nothing.
+//!
+//! Every key gets the same value size (`value_size`, 4000 bytes by default); the working set
+//! is distinct keys × value_size, and the server's `-m` is the working set divided by 4 or
+//! 10, in whole MiB (memcached's `-m` unit), at least 2.
+//!
+//! Replay is batched for speed over one connection: up to 100 consecutive requests whose keys
+//! are all distinct are sent as pipelined `get`s, then the misses among them are `set` in
+//! trace order. A batch never holds the same key twice, so a repeated key always sees the
+//! `set` of its earlier miss; the only difference from strict one-by-one replay is that the
+//! `get`s of a batch are applied before the batch's `set`s (at most 99 requests of
+//! reordering, which cannot change a hit into a miss except through eviction order).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use crate::codec::{self, Frame};
+use crate::workload::{write_key, Values};
+
+/// A loaded trace: one key id per request.
+pub struct Trace {
+    pub name: String,
+    pub keys: Vec<u32>,
+    pub distinct: usize,
+}
+
+/// Reads an .xz trace with `xz -dc`.
+pub fn load(path: &str) -> Result<Trace, String> {
+    let out = std::process::Command::new("xz")
+        .arg("-dc")
+        .arg(path)
+        .output()
+        .map_err(|e| format!("running xz -dc {path}: {e} (install xz-utils)"))?;
+    if !out.status.success() {
+        return Err(format!("xz -dc {path} failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    Ok(from_bytes(name_of(path), &out.stdout))
+}
+
+fn name_of(path: &str) -> String {
+    let base = path.rsplit('/').next().unwrap_or(path);
+    base.trim_end_matches(".xz").trim_end_matches(".trace").trim_start_matches("cache2k-").to_string()
+}
+
+pub fn from_bytes(name: String, bytes: &[u8]) -> Trace {
+    let keys: Vec<u32> = bytes.chunks_exact(4).map(|c| i32::from_be_bytes([c[0], c[1], c[2], c[3]]) as u32).collect();
+    let mut sorted = keys.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    Trace { name, distinct: sorted.len(), keys }
+}
+
+/// `-m` in MiB for a trace: working set (distinct keys × value size) ÷ divisor, at least 2.
+pub fn memory_mb(distinct: usize, value_size: usize, divisor: usize) -> usize {
+    let ws = distinct as f64 * value_size as f64;
+    ((ws / divisor as f64 / (1024.0 * 1024.0)).round() as usize).max(2)
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct ReplayResult {
+    pub requests: u64,
+    pub hits: u64,
+    pub misses: u64,
+    pub errors: u64,
+    pub corrupt: u64,
+    pub seconds: f64,
+}
+
+impl ReplayResult {
+    pub fn hit_ratio(&self) -> f64 {
+        self.hits as f64 / (self.hits + self.misses).max(1) as f64
+    }
+}
+
+const KEY_SIZE: usize = 16;
+const BATCH: usize = 100;
+
+/// Replays `keys` (at most `max_requests` of them) against `addr`.
+pub fn replay(addr: SocketAddr, keys: &[u32], value_size: usize, max_requests: usize) -> Result<ReplayResult, String> {
+    let keys = &keys[..keys.len().min(max_requests)];
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(|e| e.to_string())?;
+    s.set_nodelay(true).ok();
+    s.set_read_timeout(Some(Duration::from_secs(30))).map_err(|e| e.to_string())?;
+    let values = Values::new(value_size);
+    let mut r = ReplayResult::default();
+    let t0 = Instant::now();
+    let mut out = Vec::with_capacity(BATCH * (value_size + 64));
+    let mut rbuf = vec![0u8; 256 * 1024];
+    let (mut rs, mut re) = (0usize, 0usize);
+    let mut batch: Vec<u32> = Vec::with_capacity(BATCH);
+    let mut missed: Vec<u32> = Vec::with_capacity(BATCH);
+    let mut i = 0;
+    let mut key = Vec::with_capacity(KEY_SIZE + 4);
+    while i < keys.len() {
+        batch.clear();
+        while i < keys.len() && batch.len() < BATCH && !batch.contains(&keys[i]) {
+            batch.push(keys[i]);
+            i += 1;
+        }
+        out.clear();
+        for &k in &batch {
+            out.extend_from_slice(b"get ");
+            write_key(&mut out, b'k', k as u64, KEY_SIZE);
+            out.extend_from_slice(b"\r\n");
+        }
+        s.write_all(&out).map_err(|e| e.to_string())?;
+        missed.clear();
+        for &k in &batch {
+            let mut hit = false;
+            loop {
+                let f = next_frame(&mut s, &mut rbuf, &mut rs, &mut re)?;
+                match f {
+                    (Frame::Value { key: kr, data }, base) => {
+                        hit = true;
+                        if !values.verify(&rbuf[base + kr.start..base + kr.end], &rbuf[base + data.start..base + data.end]) {
+                            r.corrupt += 1;
+                        }
+                    }
+                    (Frame::End, _) => break,
+                    (Frame::Error, _) => {
+                        r.errors += 1;
+                        break;
+                    }
+                    (f, _) => return Err(format!("unexpected reply to get: {f:?}")),
+                }
+            }
+            r.requests += 1;
+            if hit {
+                r.hits += 1;
+            } else {
+                r.misses += 1;
+                missed.push(k);
+            }
+        }
+        if missed.is_empty() {
+            continue;
+        }
+        out.clear();
+        for &k in &missed {
+            key.clear();
+            write_key(&mut key, b'k', k as u64, KEY_SIZE);
+            out.extend_from_slice(b"set ");
+            out.extend_from_slice(&key);
+            out.extend_from_slice(format!(" 0 0 {value_size}\r\n").as_bytes());
+            out.extend_from_slice(values.value(&key, value_size));
+            out.extend_from_slice(b"\r\n");
+        }
+        s.write_all(&out).map_err(|e| e.to_string())?;
+        for _ in &missed {
+            match next_frame(&mut s, &mut rbuf, &mut rs, &mut re)?.0 {
+                Frame::Stored => {}
+                Frame::Error | Frame::NotStored => r.errors += 1,
+                f => return Err(format!("unexpected reply to set: {f:?}")),
+            }
+        }
+    }
+    r.seconds = t0.elapsed().as_secs_f64();
+    Ok(r)
+}
+
+/// Reads until one frame is complete; returns it with the offset its ranges are relative to.
+fn next_frame(s: &mut TcpStream, buf: &mut Vec<u8>, rs: &mut usize, re: &mut usize) -> Result<(Frame, usize), String> {
+    loop {
+        if let Some((f, used)) = codec::parse_frame(&buf[*rs..*re]).map_err(|e| e.0)? {
+            let base = *rs;
+            *rs += used;
+            return Ok((f, base));
+        }
+        if *rs > 0 {
+            buf.copy_within(*rs..*re, 0);
+            *re -= *rs;
+            *rs = 0;
+        }
+        if *re == buf.len() {
+            let n = buf.len() * 2;
+            buf.resize(n, 0);
+        }
+        let n = s.read(&mut buf[*re..]).map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err("server closed the connection".into());
+        }
+        *re += n;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_big_endian_keys() {
+        let bytes = [0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1];
+        let t = from_bytes("x".into(), &bytes);
+        assert_eq!(t.keys, vec![1, u32::MAX, 1]);
+        assert_eq!(t.distinct, 2);
+        assert_eq!(name_of("/a/cache2k-web07.trace.xz"), "web07");
+    }
+
+    #[test]
+    fn memory_limit() {
+        assert_eq!(memory_mb(20_484, 4000, 4), 20);
+        assert_eq!(memory_mb(10, 4000, 10), 2);
+    }
+}
