@@ -6,6 +6,477 @@
 //!
 //! `Store` is `Send + Sync`; worker threads call it directly. There is no
 //! global lock on the request path.
+//!
+//! # Architecture
+//!
+//! Keys are hashed with a randomly keyed SipHash ([`hash`](crate::hash)).
+//! The hash picks one of N shards (a power of two, up to 16, fewer for small
+//! memory limits); each shard is a `Mutex` around its own index, its own
+//! segments and its own open segment ([`shard`](crate::shard)). The global
+//! [`pool`](crate::pool) holds the memory budget, spare segment buffers and
+//! the generation counter; its lock is taken only when a shard needs a fresh
+//! segment, i.e. once per segment's worth of writes. When the budget is
+//! exhausted a shard evicts a whole segment chosen by the
+//! [`evict`](crate::evict) policy: from itself, or from another shard it can
+//! `try_lock` (never a blocking second lock, so no deadlock). Readers copy
+//! out inside the `read` callback under the shard lock, so no segment can be
+//! recycled under them.
+//!
+//! # Item layout (bytes in a segment)
+//!
+//! Items are packed back to back from offset 0 of a segment, no alignment,
+//! no per-item allocation. All integers little-endian:
+//!
+//! ```text
+//! offset  size   field
+//! 0       1      control: bits 0-1 = value-length width - 1 (1..4 bytes),
+//!                bit 2 = client flags present, bit 3 = fetched, 4-7 = 0
+//! 1       1      key length (1..=250)
+//! 2       w      value length (w = 1..4 bytes, smallest that fits)
+//! 2+w     4      exptime (absolute server time, 0 = never; touch patches it)
+//! 6+w     4      client flags, present only when non-zero
+//! ..      klen   key
+//! ..      vlen   value
+//! ```
+//!
+//! Header: 7 bytes for values < 256 bytes without flags (8 up to 64 KiB,
+//! +4 with flags). There is no CAS field and no next pointer: the CAS of an
+//! item is `(segment generation << 24) | offset`, unique because every
+//! segment installation draws a new generation from a global counter and an
+//! offset within a generation is written once. CAS never repeats, so a CAS
+//! can never be reused by a later mutation of the same key. Touch/gat patch
+//! only the exptime and keep the CAS, as memcached does.
+//!
+//! An item larger than a segment is a *large object*: a buffer of exactly
+//! its size holding the same layout at offset 0, tracked like a segment
+//! (it has an id, a generation and a place in the FIFO) and counted against
+//! the memory limit.
+//!
+//! # Index slot layout
+//!
+//! Each shard's index is a table of 64-byte buckets of eight 8-byte slots
+//! ([`index`](crate::index)); a key has two candidate buckets and is inserted
+//! into the emptier one. A slot (bit 63 most significant):
+//!
+//! ```text
+//! 63..48  tag: the hash's top 16 bits, compared before reading any key
+//! 47..28  segment id within the shard (1..2^20-1; 0 never used, so an
+//!         occupied slot is never 0 and 0 means empty)
+//! 27..4   byte offset of the item in the segment (segments <= 16 MiB)
+//! 3..0    saturating access counter (for frequency-aware eviction)
+//! ```
+//!
+//! The index grows by doubling at 7/8 load; its bytes are reserved from the
+//! same budget as segments (it evicts segments of its shard to grow).
+//!
+//! # Expiry, flush, eviction
+//!
+//! Reads check expiry lazily (`now >= exptime`, exptime != 0) and remove the
+//! item. `flush_all` records (sequence, time) in one atomic word; each shard
+//! applies it on its next operation once due, by remembering the highest
+//! segment generation it holds (all items in segments up to that generation
+//! are flushed) and closing its open segment: no per-item work. Evicting a
+//! segment walks its items, unlinks those still indexed and counts them as
+//! evicted, reclaimed (expired) or flushed; a segment whose last live item
+//! is deleted or replaced is freed at once.
+
+mod arith;
+mod evict;
+mod hash;
+mod index;
+mod item;
+mod pool;
+mod segment;
+mod shard;
+
+use evict::{EvictionPolicy, Fifo};
+use hash::KeyHasher;
+use index::{Index, Loc, MAX_SEGMENT_SIZE};
+use pool::Pool;
+use shard::{Found, Shard, Why};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Buckets of a shard's index at start-up (64 bytes each).
+const INITIAL_BUCKETS: usize = 16;
+/// Most shards (independent locks).
+const MAX_SHARDS: usize = 16;
+/// Smallest segment accepted.
+const MIN_SEGMENT_SIZE: usize = 1024;
+
+/// Keeps each shard's lock on its own cache lines.
+#[repr(align(128))]
+struct Padded<T>(T);
+
+/// The cache.
+pub struct Store {
+    shards: Box<[Padded<Mutex<Shard>>]>,
+    /// Per shard: generation of its oldest segment (`u64::MAX`: none),
+    /// published by the shard itself.
+    oldest: Vec<Arc<AtomicU64>>,
+    pool: Pool,
+    hasher: KeyHasher,
+    policy: Box<dyn EvictionPolicy>,
+    /// Pending/last flush_all: sequence << 32 | at.
+    flush: AtomicU64,
+    flush_lock: Mutex<()>,
+    segment_size: usize,
+    item_size_max: usize,
+    evict: bool,
+}
+
+/// A locked shard and its number.
+struct Locked<'a> {
+    n: usize,
+    g: MutexGuard<'a, Shard>,
+}
+
+impl Store {
+    pub fn new(config: Config) -> Result<Store, ConfigError> {
+        let Config { memory_limit, item_size_max, segment_size, evict } = config;
+        if !(MIN_SEGMENT_SIZE..=MAX_SEGMENT_SIZE).contains(&segment_size) {
+            return Err(ConfigError(format!(
+                "segment size must be between {MIN_SEGMENT_SIZE} and {MAX_SEGMENT_SIZE} bytes, got {segment_size}"
+            )));
+        }
+        if item_size_max == 0 || item_size_max > u32::MAX as usize {
+            return Err(ConfigError(format!("item size max must be between 1 and {} bytes", u32::MAX)));
+        }
+        let segments = memory_limit / segment_size;
+        let nshards = (segments / 8).clamp(1, MAX_SHARDS);
+        let nshards = 1 << (usize::BITS - 1 - nshards.leading_zeros());
+        let index_bytes = nshards * Index::bytes_for(INITIAL_BUCKETS);
+        if memory_limit < segment_size + index_bytes {
+            return Err(ConfigError(format!(
+                "memory limit {memory_limit} too small: need at least {} bytes",
+                segment_size + index_bytes
+            )));
+        }
+        let pool = Pool::new(memory_limit, segment_size);
+        pool.force_reserve(index_bytes);
+        let hasher = KeyHasher::new();
+        let oldest: Vec<Arc<AtomicU64>> = (0..nshards).map(|_| Arc::new(AtomicU64::new(u64::MAX))).collect();
+        let shards = oldest
+            .iter()
+            .map(|o| Padded(Mutex::new(Shard::new(INITIAL_BUCKETS, hasher.clone(), o.clone()))))
+            .collect();
+        Ok(Store {
+            shards,
+            oldest,
+            pool,
+            hasher,
+            policy: Box::new(Fifo),
+            flush: AtomicU64::new(0),
+            flush_lock: Mutex::new(()),
+            segment_size,
+            item_size_max,
+            evict,
+        })
+    }
+
+    fn lock(&self, h: u64, now: Time) -> Locked<'_> {
+        let n = hash::shard(h, self.shards.len());
+        let mut g = self.shards[n].0.lock().unwrap_or_else(|e| e.into_inner());
+        g.apply_flush(self.flush.load(Ordering::Acquire), now, &self.pool);
+        Locked { n, g }
+    }
+
+    /// Look a key up; `read` runs while the item is guaranteed stable.
+    pub fn get<R>(&self, key: &[u8], now: Time, read: impl FnOnce(&Item<'_>) -> R) -> Lookup<R> {
+        self.fetch(key, now, None, read)
+    }
+
+    /// Look a key up and set its expiry (`gat`); `read` sees the new expiry.
+    pub fn get_and_touch<R>(
+        &self,
+        key: &[u8],
+        now: Time,
+        exptime: Time,
+        read: impl FnOnce(&Item<'_>) -> R,
+    ) -> Lookup<R> {
+        self.fetch(key, now, Some(exptime), read)
+    }
+
+    fn fetch<R>(&self, key: &[u8], now: Time, touch: Option<Time>, read: impl FnOnce(&Item<'_>) -> R) -> Lookup<R> {
+        let h = self.hasher.hash(key);
+        let mut l = self.lock(h, now);
+        match l.g.lookup(h, key, now, &self.pool) {
+            Found::Live(pos, loc) => {
+                l.g.index.bump(pos);
+                let bytes = l.g.item_bytes_mut(loc);
+                item::set_fetched(bytes);
+                if let Some(e) = touch {
+                    item::set_exptime(bytes, e);
+                }
+                Lookup::Hit(read(&l.g.item(loc)))
+            }
+            Found::Miss => Lookup::Miss,
+            Found::Expired => Lookup::Expired,
+            Found::Flushed => Lookup::Flushed,
+        }
+    }
+
+    /// Write an item according to `mode`.
+    pub fn store(
+        &self,
+        mode: Mode,
+        key: &[u8],
+        flags: u32,
+        exptime: Time,
+        value: &[u8],
+        now: Time,
+    ) -> StoreResult {
+        let h = self.hasher.hash(key);
+        let mut l = self.lock(h, now);
+        let old = match l.g.lookup(h, key, now, &self.pool) {
+            Found::Live(pos, loc) => Some((pos, loc)),
+            _ => None,
+        };
+        if key.is_empty()
+            || key.len() > item::MAX_KEY_LEN
+            || item::memcached_item_size(key.len(), value.len(), flags) > self.item_size_max
+        {
+            // memcached drops the old value of a failed set, never serving stale data.
+            if let (Mode::Set, Some((pos, loc))) = (mode, old) {
+                l.g.unlink(pos, loc, Why::Deleted, &self.pool);
+            }
+            return StoreResult::TooLarge;
+        }
+        match (mode, old) {
+            (Mode::Add, Some((pos, _))) => {
+                l.g.index.bump(pos);
+                return StoreResult::NotStored;
+            }
+            (Mode::Replace | Mode::Append | Mode::Prepend, None) => return StoreResult::NotStored,
+            (Mode::Cas(_), None) => return StoreResult::NotFound,
+            (Mode::Cas(c), Some((_, loc))) if l.g.cas(loc) != c => return StoreResult::Exists,
+            _ => {}
+        }
+        let concat = matches!(mode, Mode::Append | Mode::Prepend);
+        let old_loc = old.map(|(_, loc)| loc);
+        let (flags, exptime, vlen, old_val) = match (concat, old_loc) {
+            (true, Some(loc)) => {
+                let oh = l.g.header(loc);
+                let vlen = oh.vlen + value.len();
+                if vlen > u32::MAX as usize || item::memcached_item_size(key.len(), vlen, oh.flags) > self.item_size_max {
+                    return StoreResult::NotStored; // memcached: the bigger item cannot be allocated
+                }
+                (oh.flags, oh.exptime, vlen, Some((loc.seg, loc.off as usize + oh.val_off(), oh.vlen)))
+            }
+            _ => (flags, exptime, value.len(), None),
+        };
+        let size = item::item_len(key.len(), vlen, flags);
+        let protect = old_val.map_or(0, |(seg, _, _)| seg);
+        let Some(loc) = self.reserve(&mut l, size, protect, now) else {
+            if mode == Mode::Set {
+                if let Some(pos) = old_loc.and_then(|o| l.g.index.find_loc(h, o)) {
+                    l.g.unlink(pos, old_loc.unwrap(), Why::Deleted, &self.pool);
+                }
+            }
+            return StoreResult::OutOfMemory;
+        };
+        let voff = item::encode(l.g.item_bytes_mut(loc), key, vlen, flags, exptime);
+        let vstart = loc.off as usize + voff;
+        match (mode, old_val) {
+            (Mode::Append, Some((seg, off, n))) => {
+                l.g.segs.copy(seg, off, loc.seg, vstart, n);
+                l.g.item_bytes_mut(loc)[voff + n..].copy_from_slice(value);
+            }
+            (Mode::Prepend, Some((seg, off, n))) => {
+                l.g.segs.copy(seg, off, loc.seg, vstart + value.len(), n);
+                l.g.item_bytes_mut(loc)[voff..voff + value.len()].copy_from_slice(value);
+            }
+            _ => l.g.item_bytes_mut(loc)[voff..].copy_from_slice(value),
+        }
+        l.g.commit(h, loc, old_loc, true, &self.pool, now, self.evict);
+        StoreResult::Stored(l.g.cas(loc))
+    }
+
+    /// Remove a key; whether a live item was removed.
+    pub fn delete(&self, key: &[u8], now: Time) -> bool {
+        let h = self.hasher.hash(key);
+        let mut l = self.lock(h, now);
+        match l.g.lookup(h, key, now, &self.pool) {
+            Found::Live(pos, loc) => {
+                l.g.unlink(pos, loc, Why::Deleted, &self.pool);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Set a live item's expiry; whether it existed.
+    pub fn touch(&self, key: &[u8], now: Time, exptime: Time) -> bool {
+        self.fetch(key, now, Some(exptime), |_| ()) == Lookup::Hit(())
+    }
+
+    /// incr (wrapping at 2^64) or decr (stopping at 0) a decimal value.
+    pub fn arith(&self, key: &[u8], now: Time, incr: bool, delta: u64) -> ArithResult {
+        let h = self.hasher.hash(key);
+        let mut l = self.lock(h, now);
+        let Found::Live(_, old) = l.g.lookup(h, key, now, &self.pool) else {
+            return ArithResult::NotFound;
+        };
+        let oh = l.g.header(old);
+        let Some(n) = arith::parse(l.g.item(old).value) else {
+            return ArithResult::NonNumeric;
+        };
+        let n = arith::apply(n, incr, delta);
+        let mut buf = [0u8; 20];
+        let digits = arith::digits(n, &mut buf);
+        let vlen = arith::new_len(oh.vlen, digits.len());
+        let size = item::item_len(key.len(), vlen, oh.flags);
+        let Some(loc) = self.reserve(&mut l, size, 0, now) else {
+            return ArithResult::OutOfMemory;
+        };
+        let bytes = l.g.item_bytes_mut(loc);
+        let voff = item::encode(bytes, key, vlen, oh.flags, oh.exptime);
+        arith::write(&mut bytes[voff..], digits);
+        // memcached rewrites in place (no new link, total_items unchanged)
+        // unless the value grows.
+        l.g.commit(h, loc, Some(old), vlen != oh.vlen, &self.pool, now, self.evict);
+        ArithResult::Value(n)
+    }
+
+    /// Invalidate every item stored before `at` once `now >= at`
+    /// (`at <= now`: at once).
+    pub fn flush_all(&self, now: Time, at: Time) {
+        let _serial = self.flush_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let seq = (self.flush.load(Ordering::Acquire) >> 32).wrapping_add(1) & 0xffff_ffff;
+        let due = if at <= now { 0 } else { at };
+        self.flush.store(seq << 32 | due as u64, Ordering::Release);
+        if due == 0 {
+            // Apply now so the memory is reclaimable at once.
+            for s in self.shards.iter() {
+                let mut g = s.0.lock().unwrap_or_else(|e| e.into_inner());
+                g.apply_flush(self.flush.load(Ordering::Acquire), now, &self.pool);
+            }
+        }
+    }
+
+    /// Change the memory limit at run time (`cache_memlimit`).
+    pub fn set_memory_limit(&self, bytes: usize) -> Result<(), ConfigError> {
+        if bytes < self.segment_size {
+            return Err(ConfigError(format!("memory limit {bytes} is smaller than one segment ({})", self.segment_size)));
+        }
+        self.pool.set_limit(bytes);
+        Ok(())
+    }
+
+    pub fn stats(&self) -> Stats {
+        let mut s = Stats {
+            limit_maxbytes: self.pool.limit() as u64,
+            segment_size: self.segment_size as u64,
+            shards: self.shards.len() as u64,
+            ..Stats::default()
+        };
+        for sh in self.shards.iter() {
+            let g = sh.0.lock().unwrap_or_else(|e| e.into_inner());
+            let c = &g.st;
+            s.curr_items += c.curr_items;
+            s.total_items += c.total_items;
+            s.bytes += c.live_bytes;
+            s.bytes_dead += c.written_bytes - c.live_bytes;
+            s.evictions += c.evictions;
+            s.reclaimed += c.reclaimed;
+            s.expired_unfetched += c.expired_unfetched;
+            s.evicted_unfetched += c.evicted_unfetched;
+            s.segments_used += (g.segs.count() - g.segs.large_count()) as u64;
+            s.large_objects += g.segs.large_count() as u64;
+            s.large_bytes += g.segs.large_bytes() as u64;
+            s.index_bytes += g.index.bytes() as u64;
+            s.index_slots += g.index.slots() as u64;
+            s.index_used += g.index.used() as u64;
+        }
+        s.segments_total = s.segments_used + self.pool.spare_segments() as u64;
+        s.memory_used = self.pool.used() as u64;
+        s
+    }
+
+    /// Space for an item of `size` bytes in the locked shard: in its open
+    /// segment, a fresh segment, or a large object. `protect` (a segment id
+    /// of this shard, 0 = none) is not evicted meanwhile.
+    fn reserve(&self, l: &mut Locked<'_>, size: usize, protect: u32, now: Time) -> Option<Loc> {
+        if size <= self.segment_size {
+            if let Some(loc) = l.g.append(size) {
+                return Some(loc);
+            }
+            let buf = self.acquire(l, None, protect, now)?;
+            l.g.install(buf, self.pool.next_gen(), false, &self.pool);
+            Some(l.g.append(size).expect("fits in a fresh segment"))
+        } else {
+            let buf = self.acquire(l, Some(size), protect, now)?;
+            Some(l.g.install(buf, self.pool.next_gen(), true, &self.pool))
+        }
+    }
+
+    /// A buffer for a regular segment (`large == None`) or a large object,
+    /// evicting segments while the budget is exhausted.
+    fn acquire(&self, l: &mut Locked<'_>, large: Option<usize>, protect: u32, now: Time) -> Option<Box<[u8]>> {
+        if large.is_some_and(|n| n > self.pool.limit()) {
+            return None;
+        }
+        let mut idle = 0;
+        let mut order = Vec::with_capacity(self.shards.len());
+        for _ in 0..100_000 {
+            if l.g.segs.has_free_id() {
+                let got = match large {
+                    None => self.pool.segment(),
+                    Some(n) => self.pool.large(n),
+                };
+                if got.is_some() {
+                    return got;
+                }
+            }
+            if self.evict_one(l, large.is_some(), protect, now, &mut order) {
+                idle = 0;
+                continue;
+            }
+            idle += 1;
+            if idle > 8 {
+                return None;
+            }
+            std::thread::yield_now();
+        }
+        None
+    }
+
+    /// Evicts one segment, from the own shard or one that can be locked
+    /// without waiting. `discard`: release its bytes rather than keep the
+    /// buffer as a spare. Whether anything was freed.
+    fn evict_one(&self, l: &mut Locked<'_>, discard: bool, protect: u32, now: Time, order: &mut Vec<usize>) -> bool {
+        let oldest: Vec<u64> = self.oldest.iter().map(|o| o.load(Ordering::Relaxed)).collect();
+        // Out of segment ids in this shard: only its own segments help.
+        let own_only = !l.g.segs.has_free_id();
+        self.policy.shard_order(l.n, &oldest, order);
+        let flush = self.flush.load(Ordering::Acquire);
+        for &v in order.iter() {
+            if own_only && v != l.n {
+                continue;
+            }
+            let seg = if v == l.n {
+                match self.policy.pick(&l.g, protect, now, self.evict) {
+                    Some(id) => l.g.evict_segment(id, now),
+                    None => continue,
+                }
+            } else {
+                let Ok(mut g) = self.shards[v].0.try_lock() else { continue };
+                g.apply_flush(flush, now, &self.pool);
+                match self.policy.pick(&g, 0, now, self.evict) {
+                    Some(id) => g.evict_segment(id, now),
+                    None => continue,
+                }
+            };
+            if discard {
+                self.pool.discard(seg.buf);
+            } else {
+                self.pool.give_back(seg.buf, seg.large);
+            }
+            return true;
+        }
+        false
+    }
+}
 
 /// Seconds on the server's clock (memcached's "rel_time": seconds since the
 /// process started, plus a small offset). An expiry of 0 means "never";
@@ -124,83 +595,14 @@ pub struct Stats {
     pub index_bytes: u64,
     pub index_slots: u64,
     pub index_used: u64,
+    /// Large objects (items bigger than a segment) and their bytes; counted
+    /// in `memory_used`, not in `segments_*`.
+    pub large_objects: u64,
+    pub large_bytes: u64,
+    /// All bytes reserved from `limit_maxbytes`: segments (in use and spare),
+    /// large objects, index tables.
+    pub memory_used: u64,
+    /// Number of shards (independent locks).
+    pub shards: u64,
 }
 
-/// The cache.
-pub struct Store {
-    _private: (),
-}
-
-impl Store {
-    pub fn new(config: Config) -> Result<Store, ConfigError> {
-        let _ = config;
-        todo!()
-    }
-
-    /// Look a key up; `read` runs while the item is guaranteed stable.
-    pub fn get<R>(&self, key: &[u8], now: Time, read: impl FnOnce(&Item<'_>) -> R) -> Lookup<R> {
-        let _ = (key, now, read);
-        todo!()
-    }
-
-    /// Look a key up and set its expiry (`gat`); `read` sees the new expiry.
-    pub fn get_and_touch<R>(
-        &self,
-        key: &[u8],
-        now: Time,
-        exptime: Time,
-        read: impl FnOnce(&Item<'_>) -> R,
-    ) -> Lookup<R> {
-        let _ = (key, now, exptime, read);
-        todo!()
-    }
-
-    /// Write an item according to `mode`.
-    pub fn store(
-        &self,
-        mode: Mode,
-        key: &[u8],
-        flags: u32,
-        exptime: Time,
-        value: &[u8],
-        now: Time,
-    ) -> StoreResult {
-        let _ = (mode, key, flags, exptime, value, now);
-        todo!()
-    }
-
-    /// Remove a key; whether a live item was removed.
-    pub fn delete(&self, key: &[u8], now: Time) -> bool {
-        let _ = (key, now);
-        todo!()
-    }
-
-    /// Set a live item's expiry; whether it existed.
-    pub fn touch(&self, key: &[u8], now: Time, exptime: Time) -> bool {
-        let _ = (key, now, exptime);
-        todo!()
-    }
-
-    /// incr (wrapping at 2^64) or decr (stopping at 0) a decimal value.
-    pub fn arith(&self, key: &[u8], now: Time, incr: bool, delta: u64) -> ArithResult {
-        let _ = (key, now, incr, delta);
-        todo!()
-    }
-
-    /// Invalidate every item stored before `at` once `now >= at`
-    /// (`at <= now`: at once).
-    pub fn flush_all(&self, now: Time, at: Time) {
-        let _ = (now, at);
-        todo!()
-    }
-
-    /// Change the memory limit at run time (`cache_memlimit`).
-    pub fn set_memory_limit(&self, bytes: usize) -> Result<(), ConfigError> {
-        let _ = bytes;
-        todo!()
-    }
-
-    pub fn stats(&self) -> Stats {
-        todo!()
-    }
-}

@@ -1,0 +1,247 @@
+//! The hash index of one shard: 8-byte slots in 64-byte (cache-line) buckets
+//! of 8 slots, with two candidate buckets per key ("two-choice" hashing: an
+//! insert goes to the emptier one, a lookup scans both). A slot holds a
+//! 16-bit tag from the key hash, the segment id and offset of the item, and
+//! a 4-bit access counter; slot value 0 means empty (segment ids start at 1,
+//! so an occupied slot is never 0). Lookups compare tags and only read the
+//! item's key in the segment on a tag match.
+//!
+//! Slot layout (bit 63 = most significant):
+//!
+//! ```text
+//! 63..48 tag   47..28 segment id   27..4 offset in segment   3..0 frequency
+//! ```
+//!
+//! The table does not store full hashes; growing it (done by the shard, which
+//! owns the segments) re-hashes each key read back from its segment.
+
+use crate::hash;
+
+pub const SLOTS_PER_BUCKET: usize = 8;
+pub const SEG_BITS: u32 = 20;
+pub const OFF_BITS: u32 = 24;
+/// Largest segment id a slot can hold.
+pub const MAX_SEG_ID: u32 = (1 << SEG_BITS) - 1;
+/// Largest segment size whose offsets fit a slot.
+pub const MAX_SEGMENT_SIZE: usize = 1 << OFF_BITS;
+
+/// Where an item lives: segment id (shard-local, >= 1) and byte offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Loc {
+    pub seg: u32,
+    pub off: u32,
+}
+
+/// Position of a slot in the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pos {
+    bucket: usize,
+    i: usize,
+}
+
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(64))]
+struct Bucket([u64; SLOTS_PER_BUCKET]);
+
+fn pack(tag: u16, loc: Loc) -> u64 {
+    debug_assert!(loc.seg >= 1 && loc.seg <= MAX_SEG_ID);
+    debug_assert!((loc.off as usize) < MAX_SEGMENT_SIZE);
+    (tag as u64) << 48 | (loc.seg as u64) << 28 | (loc.off as u64) << 4
+}
+
+fn slot_tag(s: u64) -> u16 {
+    (s >> 48) as u16
+}
+
+fn slot_loc(s: u64) -> Loc {
+    Loc { seg: ((s >> 28) & MAX_SEG_ID as u64) as u32, off: ((s >> 4) & (MAX_SEGMENT_SIZE as u64 - 1)) as u32 }
+}
+
+pub struct Index {
+    buckets: Vec<Bucket>,
+    mask: usize,
+    used: usize,
+}
+
+impl Index {
+    /// A table of `nbuckets` buckets (a power of two).
+    pub fn new(nbuckets: usize) -> Index {
+        assert!(nbuckets.is_power_of_two());
+        Index { buckets: vec![Bucket::default(); nbuckets], mask: nbuckets - 1, used: 0 }
+    }
+
+    pub fn bytes_for(nbuckets: usize) -> usize {
+        nbuckets * std::mem::size_of::<Bucket>()
+    }
+
+    pub fn nbuckets(&self) -> usize {
+        self.buckets.len()
+    }
+
+    pub fn bytes(&self) -> usize {
+        Self::bytes_for(self.buckets.len())
+    }
+
+    pub fn slots(&self) -> usize {
+        self.buckets.len() * SLOTS_PER_BUCKET
+    }
+
+    pub fn used(&self) -> usize {
+        self.used
+    }
+
+    /// Whether one more entry keeps the load at or under 7/8.
+    pub fn has_room(&self) -> bool {
+        (self.used + 1) * 8 <= self.slots() * 7
+    }
+
+    fn cand(&self, h: u64) -> [usize; 2] {
+        let (a, b) = hash::buckets(h, self.mask);
+        [a, b]
+    }
+
+    /// The slot for hash `h` whose location satisfies `is_key`.
+    pub fn find(&self, h: u64, mut is_key: impl FnMut(Loc) -> bool) -> Option<(Pos, Loc)> {
+        let tag = hash::tag(h);
+        let [a, b] = self.cand(h);
+        for (n, &bi) in [a, b].iter().enumerate() {
+            if n == 1 && b == a {
+                break;
+            }
+            for (i, &s) in self.buckets[bi].0.iter().enumerate() {
+                if s != 0 && slot_tag(s) == tag {
+                    let loc = slot_loc(s);
+                    if is_key(loc) {
+                        return Some((Pos { bucket: bi, i }, loc));
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// The slot pointing at exactly `loc` (locations are unique).
+    pub fn find_loc(&self, h: u64, loc: Loc) -> Option<Pos> {
+        self.find(h, |l| l == loc).map(|(p, _)| p)
+    }
+
+    /// Inserts a new entry; `false` if both candidate buckets are full.
+    pub fn insert(&mut self, h: u64, loc: Loc) -> bool {
+        let [a, b] = self.cand(h);
+        let free = |bk: &Bucket| bk.0.iter().filter(|&&s| s == 0).count();
+        let bi = if free(&self.buckets[b]) > free(&self.buckets[a]) { b } else { a };
+        match self.buckets[bi].0.iter().position(|&s| s == 0) {
+            Some(i) => {
+                self.buckets[bi].0[i] = pack(hash::tag(h), loc);
+                self.used += 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Points an occupied slot at a new location (same key); resets frequency.
+    pub fn replace(&mut self, pos: Pos, loc: Loc) {
+        let s = &mut self.buckets[pos.bucket].0[pos.i];
+        debug_assert!(*s != 0);
+        *s = pack(slot_tag(*s), loc);
+    }
+
+    pub fn remove(&mut self, pos: Pos) {
+        let s = &mut self.buckets[pos.bucket].0[pos.i];
+        debug_assert!(*s != 0);
+        *s = 0;
+        self.used -= 1;
+    }
+
+    /// Saturating access counter (for a frequency-aware eviction policy).
+    pub fn bump(&mut self, pos: Pos) {
+        let s = &mut self.buckets[pos.bucket].0[pos.i];
+        if *s & 0xf != 0xf {
+            *s += 1;
+        }
+    }
+
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn freq(&self, pos: Pos) -> u8 {
+        (self.buckets[pos.bucket].0[pos.i] & 0xf) as u8
+    }
+
+    /// The occupied slots of both candidate buckets of `h` (for displacement).
+    pub fn candidates(&self, h: u64) -> impl Iterator<Item = (Pos, Loc)> + '_ {
+        let [a, b] = self.cand(h);
+        let second = if a == b { None } else { Some(b) };
+        std::iter::once(a).chain(second).flat_map(move |bi| {
+            self.buckets[bi].0.iter().enumerate().filter(|(_, &s)| s != 0).map(move |(i, &s)| (Pos { bucket: bi, i }, slot_loc(s)))
+        })
+    }
+
+    /// Every occupied location (for re-hashing into a bigger table).
+    pub fn locations(&self) -> impl Iterator<Item = Loc> + '_ {
+        self.buckets.iter().flat_map(|b| b.0.iter()).filter(|&&s| s != 0).map(|&s| slot_loc(s))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slot_packing_roundtrips_extremes() {
+        for &(tag, seg, off) in &[(0u16, 1u32, 0u32), (u16::MAX, MAX_SEG_ID, (MAX_SEGMENT_SIZE - 1) as u32), (0x1234, 77, 12345)] {
+            let s = pack(tag, Loc { seg, off });
+            assert_ne!(s, 0);
+            assert_eq!(slot_tag(s), tag);
+            assert_eq!(slot_loc(s), Loc { seg, off });
+            assert_eq!(s & 0xf, 0);
+        }
+    }
+
+    #[test]
+    fn insert_find_replace_remove() {
+        let mut ix = Index::new(4);
+        assert_eq!(std::mem::size_of::<Bucket>(), 64);
+        let h = 0xabcd_0000_0000_0001u64;
+        assert!(ix.insert(h, Loc { seg: 1, off: 10 }));
+        // Same tag, other location: the predicate decides.
+        assert!(ix.insert(h, Loc { seg: 2, off: 20 }));
+        assert_eq!(ix.used(), 2);
+        let (p, l) = ix.find(h, |l| l.seg == 2).unwrap();
+        assert_eq!(l, Loc { seg: 2, off: 20 });
+        ix.bump(p);
+        ix.bump(p);
+        assert_eq!(ix.freq(p), 2);
+        ix.replace(p, Loc { seg: 3, off: 30 });
+        assert_eq!(ix.freq(p), 0);
+        assert!(ix.find_loc(h, Loc { seg: 2, off: 20 }).is_none());
+        let p = ix.find_loc(h, Loc { seg: 3, off: 30 }).unwrap();
+        ix.remove(p);
+        assert_eq!(ix.used(), 1);
+        // A different tag never matches.
+        assert!(ix.find(h ^ (1 << 60), |_| true).is_none());
+        assert_eq!(ix.locations().count(), 1);
+    }
+
+    #[test]
+    fn fills_both_buckets_then_refuses() {
+        let mut ix = Index::new(1);
+        for i in 0..8 {
+            assert!(ix.insert(i, Loc { seg: 1, off: i as u32 }));
+        }
+        assert!(!ix.insert(99, Loc { seg: 1, off: 99 }));
+        assert!(!ix.has_room());
+        assert_eq!(ix.candidates(5).count(), 8);
+    }
+
+    #[test]
+    fn saturating_frequency() {
+        let mut ix = Index::new(2);
+        ix.insert(7, Loc { seg: 1, off: 1 });
+        let (p, _) = ix.find(7, |_| true).unwrap();
+        for _ in 0..40 {
+            ix.bump(p);
+        }
+        assert_eq!(ix.freq(p), 15);
+        assert_eq!(ix.find(7, |_| true).unwrap().1, Loc { seg: 1, off: 1 });
+    }
+}

@@ -1,0 +1,185 @@
+//! Item header encoding: the few bytes written in front of every key and
+//! value inside a segment, and the helpers that read and patch them in place.
+//!
+//! Layout (all integers little-endian), see also the crate documentation:
+//!
+//! ```text
+//! byte 0      control: bits 0-1 = (value-length width - 1), bit 2 = client
+//!             flags present, bit 3 = fetched, bits 4-7 = 0 (reserved)
+//! byte 1      key length (1..=250)
+//! 1-4 bytes   value length, width from the control byte
+//! 4 bytes     exptime (0 = never); patched in place by touch/gat
+//! [4 bytes]   client flags, only when non-zero
+//! key bytes, value bytes
+//! ```
+//!
+//! The header is therefore 7 bytes for a value shorter than 256 bytes without
+//! flags, 8 for values up to 64 KiB, at most 10 (+4 with flags).
+
+/// Longest key accepted (memcached's `KEY_MAX_LENGTH`).
+pub const MAX_KEY_LEN: usize = 250;
+
+const WIDTH_MASK: u8 = 0b11;
+const HAS_FLAGS: u8 = 1 << 2;
+const FETCHED: u8 = 1 << 3;
+
+/// Bytes needed to store `vlen`.
+fn width(vlen: usize) -> usize {
+    if vlen < 1 << 8 {
+        1
+    } else if vlen < 1 << 16 {
+        2
+    } else if vlen < 1 << 24 {
+        3
+    } else {
+        4
+    }
+}
+
+/// Total bytes an item occupies in a segment.
+pub fn item_len(klen: usize, vlen: usize, flags: u32) -> usize {
+    header_len(vlen, flags) + klen + vlen
+}
+
+fn header_len(vlen: usize, flags: u32) -> usize {
+    2 + width(vlen) + 4 + if flags != 0 { 4 } else { 0 }
+}
+
+/// The size memcached 1.6 (64-bit, CAS on) charges an item against `-I`:
+/// `sizeof(item)` (48) + key + 1 + value + "\r\n" + 4 if flags + 8 (CAS).
+/// Used only to decide "object too large" exactly where memcached does.
+pub fn memcached_item_size(klen: usize, vlen: usize, flags: u32) -> usize {
+    48 + klen + 1 + vlen + 2 + if flags != 0 { 4 } else { 0 } + 8
+}
+
+/// Writes header and key at the start of `dst`; returns the offset of the
+/// value (relative to `dst`), which the caller fills with `vlen` bytes.
+pub fn encode(dst: &mut [u8], key: &[u8], vlen: usize, flags: u32, exptime: u32) -> usize {
+    debug_assert!(!key.is_empty() && key.len() <= MAX_KEY_LEN);
+    debug_assert!(vlen <= u32::MAX as usize);
+    let w = width(vlen);
+    let mut ctl = (w - 1) as u8;
+    if flags != 0 {
+        ctl |= HAS_FLAGS;
+    }
+    dst[0] = ctl;
+    dst[1] = key.len() as u8;
+    dst[2..2 + w].copy_from_slice(&(vlen as u32).to_le_bytes()[..w]);
+    let mut p = 2 + w;
+    dst[p..p + 4].copy_from_slice(&exptime.to_le_bytes());
+    p += 4;
+    if flags != 0 {
+        dst[p..p + 4].copy_from_slice(&flags.to_le_bytes());
+        p += 4;
+    }
+    dst[p..p + key.len()].copy_from_slice(key);
+    p + key.len()
+}
+
+/// A decoded header; offsets are relative to the item start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    pub klen: usize,
+    pub vlen: usize,
+    pub flags: u32,
+    pub exptime: u32,
+    pub fetched: bool,
+    /// Offset of the exptime field.
+    pub exp_off: usize,
+    /// Offset of the key.
+    pub key_off: usize,
+}
+
+impl Header {
+    pub fn val_off(&self) -> usize {
+        self.key_off + self.klen
+    }
+    pub fn total(&self) -> usize {
+        self.key_off + self.klen + self.vlen
+    }
+    pub fn expired(&self, now: u32) -> bool {
+        self.exptime != 0 && now >= self.exptime
+    }
+}
+
+/// Reads the header of the item starting at `src[0]`.
+pub fn decode(src: &[u8]) -> Header {
+    let ctl = src[0];
+    let klen = src[1] as usize;
+    let w = (ctl & WIDTH_MASK) as usize + 1;
+    let mut v = [0u8; 4];
+    v[..w].copy_from_slice(&src[2..2 + w]);
+    let vlen = u32::from_le_bytes(v) as usize;
+    let exp_off = 2 + w;
+    let exptime = u32::from_le_bytes(src[exp_off..exp_off + 4].try_into().unwrap());
+    let mut key_off = exp_off + 4;
+    let mut flags = 0;
+    if ctl & HAS_FLAGS != 0 {
+        flags = u32::from_le_bytes(src[key_off..key_off + 4].try_into().unwrap());
+        key_off += 4;
+    }
+    Header { klen, vlen, flags, exptime, fetched: ctl & FETCHED != 0, exp_off, key_off }
+}
+
+/// Patches the exptime of the item starting at `item[0]`.
+pub fn set_exptime(item: &mut [u8], exptime: u32) {
+    let w = (item[0] & WIDTH_MASK) as usize + 1;
+    item[2 + w..6 + w].copy_from_slice(&exptime.to_le_bytes());
+}
+
+/// Marks the item starting at `item[0]` as fetched at least once.
+pub fn set_fetched(item: &mut [u8]) {
+    item[0] |= FETCHED;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roundtrip(klen: usize, vlen: usize, flags: u32, exp: u32) {
+        let key = vec![b'k'; klen];
+        let mut buf = vec![0u8; item_len(klen, vlen, flags)];
+        let voff = encode(&mut buf, &key, vlen, flags, exp);
+        assert_eq!(voff + vlen, buf.len());
+        let h = decode(&buf);
+        assert_eq!((h.klen, h.vlen, h.flags, h.exptime, h.fetched), (klen, vlen, flags, exp, false));
+        assert_eq!(h.val_off(), voff);
+        assert_eq!(h.total(), buf.len());
+        assert_eq!(&buf[h.key_off..h.key_off + klen], &key[..]);
+        set_fetched(&mut buf);
+        set_exptime(&mut buf, exp ^ 0xdead_beef);
+        let h2 = decode(&buf);
+        assert!(h2.fetched);
+        assert_eq!(h2.exptime, exp ^ 0xdead_beef);
+        assert_eq!((h2.klen, h2.vlen, h2.flags), (klen, vlen, flags));
+    }
+
+    #[test]
+    fn header_roundtrips_at_width_boundaries() {
+        for &vlen in &[0, 1, 255, 256, 65535, 65536, (1 << 24) - 1, 1 << 24] {
+            for &flags in &[0u32, 1, u32::MAX] {
+                roundtrip(1, vlen, flags, 0);
+                roundtrip(250, vlen, flags, u32::MAX);
+            }
+        }
+    }
+
+    #[test]
+    fn header_sizes() {
+        assert_eq!(header_len(10, 0), 7);
+        assert_eq!(header_len(300, 0), 8);
+        assert_eq!(header_len(300, 5), 12);
+        assert_eq!(header_len(1 << 20, 0), 9);
+        assert_eq!(header_len(1 << 30, 0), 10);
+        assert_eq!(item_len(5, 10, 0), 22);
+    }
+
+    #[test]
+    fn memcached_size_formula() {
+        // 1 MiB item limit: a 1-byte key allows a value of 1048576-48-2-3-8.
+        let max = 1 << 20;
+        let v = max - 48 - 1 - 1 - 2 - 8;
+        assert_eq!(memcached_item_size(1, v, 0), max);
+        assert_eq!(memcached_item_size(1, v, 1), max + 4);
+    }
+}

@@ -1,0 +1,167 @@
+//! The global memory budget and the pool of spare segment buffers.
+//!
+//! Every byte that grows with the number of items is reserved here before it
+//! is allocated: regular segments, large objects and index tables. `used`
+//! never exceeds `limit` through a reservation; after the limit is lowered it
+//! may exceed it until shards evict down (they then drop, rather than reuse,
+//! buffers until under the limit).
+//!
+//! Buffers of segments freed wholesale (emptied or evicted without an
+//! immediate taker) wait in `free` and stay counted in `used`. The `free`
+//! lock is a leaf lock, taken at most once per segment's worth of writes.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::Mutex;
+
+pub struct Pool {
+    limit: AtomicUsize,
+    used: AtomicUsize,
+    segment_size: usize,
+    free: Mutex<Vec<Box<[u8]>>>,
+    next_gen: AtomicU64,
+}
+
+impl Pool {
+    pub fn new(limit: usize, segment_size: usize) -> Pool {
+        Pool { limit: AtomicUsize::new(limit), used: AtomicUsize::new(0), segment_size, free: Mutex::new(Vec::new()), next_gen: AtomicU64::new(1) }
+    }
+
+    pub fn limit(&self) -> usize {
+        self.limit.load(Relaxed)
+    }
+
+    pub fn used(&self) -> usize {
+        self.used.load(Relaxed)
+    }
+
+    pub fn over_limit(&self) -> bool {
+        self.used() > self.limit()
+    }
+
+    /// Reserves `n` bytes if that keeps `used <= limit`.
+    pub fn try_reserve(&self, n: usize) -> bool {
+        let limit = self.limit();
+        self.used.fetch_update(Relaxed, Relaxed, |u| u.checked_add(n).filter(|&t| t <= limit)).is_ok()
+    }
+
+    /// Reserves unconditionally (only for the start-up minimum).
+    pub fn force_reserve(&self, n: usize) {
+        self.used.fetch_add(n, Relaxed);
+    }
+
+    pub fn release(&self, n: usize) {
+        let prev = self.used.fetch_sub(n, Relaxed);
+        debug_assert!(prev >= n);
+    }
+
+    /// A spare or newly allocated regular segment buffer, if the budget allows.
+    pub fn segment(&self) -> Option<Box<[u8]>> {
+        if let Some(b) = self.free.lock().unwrap().pop() {
+            return Some(b);
+        }
+        if self.try_reserve(self.segment_size) {
+            return Some(vec![0u8; self.segment_size].into_boxed_slice());
+        }
+        None
+    }
+
+    /// A buffer for one large object of exactly `n` bytes, if the budget allows.
+    pub fn large(&self, n: usize) -> Option<Box<[u8]>> {
+        if self.try_reserve(n) {
+            return Some(vec![0u8; n].into_boxed_slice());
+        }
+        None
+    }
+
+    /// Takes back a buffer that is no longer used (still counted in `used`).
+    /// Regular buffers are kept for reuse unless the pool is over its limit.
+    pub fn give_back(&self, buf: Box<[u8]>, large: bool) {
+        if large || buf.len() != self.segment_size || self.over_limit() {
+            self.release(buf.len());
+            drop(buf);
+        } else {
+            self.free.lock().unwrap().push(buf);
+        }
+    }
+
+    /// Returns a buffer's bytes to the budget at once (taking ownership so
+    /// the buffer cannot outlive its accounting).
+    #[allow(clippy::boxed_local)]
+    pub fn discard(&self, buf: Box<[u8]>) {
+        self.release(buf.len());
+    }
+
+    /// Drops one spare buffer, releasing its bytes; whether there was one.
+    pub fn drop_spare(&self) -> bool {
+        match self.free.lock().unwrap().pop() {
+            Some(b) => {
+                self.release(b.len());
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Drops spare buffers while over the limit (after the limit shrank).
+    pub fn trim(&self) {
+        let mut free = self.free.lock().unwrap();
+        while self.over_limit() {
+            match free.pop() {
+                Some(b) => self.release(b.len()),
+                None => break,
+            }
+        }
+    }
+
+    pub fn set_limit(&self, limit: usize) {
+        self.limit.store(limit, Relaxed);
+        self.trim();
+    }
+
+    pub fn spare_segments(&self) -> usize {
+        self.free.lock().unwrap().len()
+    }
+
+    /// A new segment generation (never 0, never reused).
+    pub fn next_gen(&self) -> u64 {
+        self.next_gen.fetch_add(1, Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budget_is_enforced() {
+        let p = Pool::new(3000, 1000);
+        let a = p.segment().unwrap();
+        let b = p.segment().unwrap();
+        assert!(p.large(1001).is_none());
+        let c = p.large(1000).unwrap();
+        assert!(p.segment().is_none());
+        assert_eq!(p.used(), 3000);
+        p.give_back(c, true);
+        assert_eq!(p.used(), 2000);
+        p.give_back(a, false);
+        assert_eq!(p.used(), 2000, "spare buffers stay counted");
+        assert_eq!(p.spare_segments(), 1);
+        let a = p.segment().unwrap();
+        assert_eq!(p.spare_segments(), 0);
+        assert_eq!(a.len(), 1000);
+        p.give_back(a, false);
+        p.give_back(b, false);
+        p.set_limit(500);
+        assert_eq!(p.used(), 0);
+        assert!(!p.try_reserve(501));
+        assert!(p.try_reserve(500));
+    }
+
+    #[test]
+    fn generations_are_unique_and_nonzero() {
+        let p = Pool::new(0, 1);
+        let a = p.next_gen();
+        let b = p.next_gen();
+        assert!(a >= 1 && b > a);
+    }
+}

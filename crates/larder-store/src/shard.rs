@@ -1,0 +1,363 @@
+//! One shard: the index and segments of the keys that hash to it, and every
+//! operation that only needs this shard's lock — lookup with lazy expiry and
+//! flush, linking and unlinking items with byte accounting, index growth,
+//! and evicting one of its segments (walking it and unlinking what is
+//! still live).
+//!
+//! Accounting invariants (checked by tests through `Stats`):
+//! `live_bytes` = sum of the sizes of indexed items, `written_bytes` = sum of
+//! the append offsets of this shard's segments, so dead bytes are the
+//! difference. A segment whose last live item goes away is freed at once
+//! unless it is the open segment.
+
+use crate::hash::KeyHasher;
+use crate::index::{Index, Loc, Pos};
+use crate::item::{self, Header};
+use crate::pool::Pool;
+use crate::segment::{SegTable, Segment};
+use crate::{Item, Time};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+/// Counters behind `Stats`, per shard.
+#[derive(Default, Clone, Debug)]
+pub(crate) struct Counters {
+    pub curr_items: u64,
+    pub total_items: u64,
+    pub live_bytes: u64,
+    pub written_bytes: u64,
+    pub evictions: u64,
+    pub reclaimed: u64,
+    pub expired_unfetched: u64,
+    pub evicted_unfetched: u64,
+}
+
+/// Outcome of looking a key up; dead hits have already been removed.
+pub(crate) enum Found {
+    Live(Pos, Loc),
+    Miss,
+    Expired,
+    Flushed,
+}
+
+/// Why an item stops being live (decides which counter moves).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Why {
+    Replaced,
+    Deleted,
+    Expired,
+    Flushed,
+    Evicted,
+}
+
+pub(crate) struct Shard {
+    pub index: Index,
+    pub segs: SegTable,
+    /// Segment receiving appends; 0 = none.
+    pub open: u32,
+    /// Items in segments with a generation <= this are flushed.
+    flush_gen: u64,
+    /// Last `flush_all` sequence number applied here.
+    flush_seq: u32,
+    /// Highest generation ever installed here.
+    max_gen: u64,
+    pub st: Counters,
+    hasher: KeyHasher,
+    /// Published generation of the oldest segment (for victim choice).
+    oldest: Arc<AtomicU64>,
+}
+
+impl Shard {
+    pub fn new(index_buckets: usize, hasher: KeyHasher, oldest: Arc<AtomicU64>) -> Shard {
+        oldest.store(u64::MAX, Relaxed);
+        Shard {
+            index: Index::new(index_buckets),
+            segs: SegTable::new(),
+            open: 0,
+            flush_gen: 0,
+            flush_seq: 0,
+            max_gen: 0,
+            st: Counters::default(),
+            hasher,
+            oldest,
+        }
+    }
+
+    fn publish_oldest(&self) {
+        self.oldest.store(self.segs.oldest_gen(), Relaxed);
+    }
+
+    /// Applies a pending `flush_all` (word = sequence << 32 | at) once due:
+    /// everything stored here so far becomes flushed, and appends move to a
+    /// fresh segment.
+    pub fn apply_flush(&mut self, word: u64, now: Time, pool: &Pool) {
+        let seq = (word >> 32) as u32;
+        let at = word as u32;
+        if seq != self.flush_seq && now >= at {
+            self.flush_seq = seq;
+            self.flush_gen = self.max_gen;
+            self.close_open(pool);
+        }
+    }
+
+    pub fn is_flushed(&self, seg: u32) -> bool {
+        self.segs.get(seg).gen <= self.flush_gen
+    }
+
+    pub fn header(&self, loc: Loc) -> Header {
+        item::decode(self.segs.bytes(loc.seg, loc.off))
+    }
+
+    fn key_at(&self, loc: Loc) -> &[u8] {
+        let b = self.segs.bytes(loc.seg, loc.off);
+        let h = item::decode(b);
+        &b[h.key_off..h.key_off + h.klen]
+    }
+
+    /// CAS of the item version at `loc`: (segment generation, offset).
+    pub fn cas(&self, loc: Loc) -> u64 {
+        self.segs.get(loc.seg).gen << 24 | loc.off as u64
+    }
+
+    pub fn item(&self, loc: Loc) -> Item<'_> {
+        let b = self.segs.bytes(loc.seg, loc.off);
+        let h = item::decode(b);
+        Item {
+            key: &b[h.key_off..h.key_off + h.klen],
+            value: &b[h.val_off()..h.total()],
+            flags: h.flags,
+            cas: self.cas(loc),
+            exptime: h.exptime,
+        }
+    }
+
+    pub fn item_bytes_mut(&mut self, loc: Loc) -> &mut [u8] {
+        self.segs.bytes_mut(loc.seg, loc.off)
+    }
+
+    /// Finds `key`; removes it if expired or flushed.
+    pub fn lookup(&mut self, h: u64, key: &[u8], now: Time, pool: &Pool) -> Found {
+        let found = self.index.find(h, |loc| self.key_at(loc) == key);
+        let Some((pos, loc)) = found else { return Found::Miss };
+        let why = if self.is_flushed(loc.seg) {
+            Why::Flushed
+        } else if self.header(loc).expired(now) {
+            Why::Expired
+        } else {
+            return Found::Live(pos, loc);
+        };
+        self.unlink(pos, loc, why, pool);
+        if why == Why::Flushed {
+            Found::Flushed
+        } else {
+            Found::Expired
+        }
+    }
+
+    /// Removes the index entry at `pos` (pointing at `loc`) and frees the
+    /// segment if that was its last live item.
+    pub fn unlink(&mut self, pos: Pos, loc: Loc, why: Why, pool: &Pool) {
+        self.index.remove(pos);
+        self.account_dead(loc, why);
+        self.free_if_empty(loc.seg, pool);
+    }
+
+    /// Accounts the item at `loc` as no longer live (index handled by caller).
+    fn account_dead(&mut self, loc: Loc, why: Why) {
+        let h = self.header(loc);
+        let size = h.total();
+        let seg = self.segs.get_mut(loc.seg);
+        seg.live_bytes -= size;
+        seg.live_items -= 1;
+        self.st.live_bytes -= size as u64;
+        self.st.curr_items -= 1;
+        match why {
+            Why::Expired => {
+                self.st.reclaimed += 1;
+                self.st.expired_unfetched += !h.fetched as u64;
+            }
+            Why::Evicted => {
+                self.st.evictions += 1;
+                self.st.evicted_unfetched += !h.fetched as u64;
+            }
+            Why::Replaced | Why::Deleted | Why::Flushed => {}
+        }
+    }
+
+    fn account_live(&mut self, loc: Loc, size: usize, count_total: bool) {
+        let seg = self.segs.get_mut(loc.seg);
+        seg.live_bytes += size;
+        seg.live_items += 1;
+        self.st.live_bytes += size as u64;
+        self.st.curr_items += 1;
+        self.st.total_items += count_total as u64;
+    }
+
+    fn free_if_empty(&mut self, id: u32, pool: &Pool) {
+        if id != self.open && self.segs.get(id).live_items == 0 {
+            let seg = self.remove_segment(id);
+            pool.give_back(seg.buf, seg.large);
+        }
+    }
+
+    fn remove_segment(&mut self, id: u32) -> Segment {
+        if id == self.open {
+            self.open = 0;
+        }
+        let seg = self.segs.remove(id);
+        self.st.written_bytes -= seg.write_off as u64;
+        self.publish_oldest();
+        seg
+    }
+
+    /// Stops appending to the open segment.
+    pub fn close_open(&mut self, pool: &Pool) {
+        let id = std::mem::replace(&mut self.open, 0);
+        if id != 0 {
+            self.free_if_empty(id, pool);
+        }
+    }
+
+    /// Appends `size` bytes to the open segment if they fit; the offset.
+    pub fn append(&mut self, size: usize) -> Option<Loc> {
+        if self.open == 0 {
+            return None;
+        }
+        let seg = self.segs.get_mut(self.open);
+        if seg.free_space() < size {
+            return None;
+        }
+        let off = seg.write_off;
+        seg.write_off += size;
+        self.st.written_bytes += size as u64;
+        Some(Loc { seg: self.open, off: off as u32 })
+    }
+
+    /// Installs a buffer: a regular segment becomes the open one; a large
+    /// one is filled by exactly one item of its size, at offset 0.
+    pub fn install(&mut self, buf: Box<[u8]>, gen: u64, large: bool, pool: &Pool) -> Loc {
+        self.max_gen = self.max_gen.max(gen);
+        let write_off = if large { buf.len() } else { 0 };
+        let id = self.segs.install(Segment { buf, gen, write_off, live_bytes: 0, live_items: 0, large });
+        self.st.written_bytes += write_off as u64;
+        if !large {
+            self.close_open(pool);
+            self.open = id;
+        }
+        self.publish_oldest();
+        Loc { seg: id, off: 0 }
+    }
+
+    /// Makes the freshly written item at `loc` live: it replaces the item at
+    /// `old` if that is still indexed, else gets a new index entry.
+    #[allow(clippy::too_many_arguments)]
+    pub fn commit(&mut self, h: u64, loc: Loc, old: Option<Loc>, count_total: bool, pool: &Pool, now: Time, evict: bool) {
+        let size = self.header(loc).total();
+        self.account_live(loc, size, count_total);
+        if let Some(pos) = old.and_then(|o| self.index.find_loc(h, o)) {
+            let old = old.unwrap();
+            self.index.replace(pos, loc);
+            self.account_dead(old, Why::Replaced);
+            self.free_if_empty(old.seg, pool);
+        } else {
+            self.link_new(h, loc, pool, now, evict);
+        }
+    }
+
+    fn link_new(&mut self, h: u64, loc: Loc, pool: &Pool, now: Time, evict: bool) {
+        if !self.index.has_room() {
+            self.grow_index(pool, now, evict, loc.seg);
+        }
+        if self.index.insert(h, loc) {
+            return;
+        }
+        if self.grow_index(pool, now, evict, loc.seg) && self.index.insert(h, loc) {
+            return;
+        }
+        // Both buckets full and the index cannot grow: displace the entry
+        // whose segment is oldest.
+        let (pos, victim) = self.index.candidates(h).min_by_key(|(_, l)| self.segs.get(l.seg).gen).expect("full buckets");
+        let why = if self.is_flushed(victim.seg) {
+            Why::Flushed
+        } else if self.header(victim).expired(now) {
+            Why::Expired
+        } else {
+            Why::Evicted
+        };
+        self.unlink(pos, victim, why, pool);
+        assert!(self.index.insert(h, loc));
+    }
+
+    /// Doubles the index, evicting this shard's oldest segments (never the
+    /// open one or `protect`) if the memory budget requires. Whether it grew.
+    pub fn grow_index(&mut self, pool: &Pool, now: Time, evict: bool, protect: u32) -> bool {
+        let nb = self.index.nbuckets() * 2;
+        let extra = Index::bytes_for(nb) - self.index.bytes();
+        while !pool.try_reserve(extra) {
+            if pool.drop_spare() {
+                continue;
+            }
+            let victim = self.segs.oldest_first().find(|&id| id != protect && id != self.open);
+            let victim = match victim {
+                Some(v) if evict || self.reclaimable(v, now) => v,
+                _ => return false,
+            };
+            let seg = self.evict_segment(victim, now);
+            pool.discard(seg.buf);
+        }
+        let mut bigger = Index::new(nb);
+        for loc in self.index.locations() {
+            if !bigger.insert(self.hasher.hash(self.key_at(loc)), loc) {
+                pool.release(extra);
+                return false;
+            }
+        }
+        self.index = bigger;
+        true
+    }
+
+    /// Whether segment `id` holds nothing live that eviction would lose.
+    pub fn reclaimable(&self, id: u32, now: Time) -> bool {
+        let seg = self.segs.get(id);
+        if seg.live_items == 0 || self.is_flushed(id) {
+            return true;
+        }
+        let mut off = 0;
+        while off < seg.write_off {
+            let loc = Loc { seg: id, off: off as u32 };
+            let h = self.header(loc);
+            if !h.expired(now) && self.index.find_loc(self.hasher.hash(self.key_at(loc)), loc).is_some() {
+                return false;
+            }
+            off += h.total();
+        }
+        true
+    }
+
+    /// Unlinks every live item of segment `id` and removes the segment,
+    /// returning it (its buffer still counted in the pool).
+    pub fn evict_segment(&mut self, id: u32, now: Time) -> Segment {
+        let flushed = self.is_flushed(id);
+        let end = self.segs.get(id).write_off;
+        let mut off = 0;
+        while off < end && self.segs.get(id).live_items > 0 {
+            let loc = Loc { seg: id, off: off as u32 };
+            let h = self.header(loc);
+            let key_hash = self.hasher.hash(self.key_at(loc));
+            if let Some(pos) = self.index.find_loc(key_hash, loc) {
+                let why = if flushed {
+                    Why::Flushed
+                } else if h.expired(now) {
+                    Why::Expired
+                } else {
+                    Why::Evicted
+                };
+                self.index.remove(pos);
+                self.account_dead(loc, why);
+            }
+            off += h.total();
+        }
+        debug_assert_eq!(self.segs.get(id).live_items, 0);
+        self.remove_segment(id)
+    }
+}
