@@ -47,6 +47,9 @@ pub struct LoadConfig {
     /// How long to wait for outstanding replies after the end.
     pub drain: Duration,
     pub seed: u64,
+    /// Never sleep in epoll: poll with a zero timeout (burns the generator's CPU, avoids the
+    /// wake-up latency of an idle CPU, which on a VM can reach milliseconds).
+    pub busy_poll: bool,
 }
 
 /// Monotonic clock in ns (CLOCK_MONOTONIC, the clock timerfd uses).
@@ -235,7 +238,9 @@ fn thread_main(cfg: &LoadConfig, w: &Workload, ids: &[usize], barrier: &Barrier,
         if next_due < wake {
             wake = next_due;
         }
-        let timeout = if wake > now + 2_000_000 {
+        let timeout = if cfg.busy_poll {
+            Some(Duration::ZERO)
+        } else if wake > now + 2_000_000 {
             // far away: the epoll timeout (ms granularity) is precise enough
             Some(Duration::from_nanos((wake - now).min(100_000_000)))
         } else {

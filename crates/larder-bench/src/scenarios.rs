@@ -39,6 +39,7 @@ pub struct Knobs {
     pub verify_every: u32,
     pub preload: bool,
     pub seed: u64,
+    pub busy_poll: bool,
 }
 
 impl Default for Knobs {
@@ -61,6 +62,7 @@ impl Default for Knobs {
             verify_every: 8,
             preload: true,
             seed: 1,
+            busy_poll: false,
         }
     }
 }
@@ -101,6 +103,9 @@ impl Knobs {
         }
         if let Some(v) = a.parse_num::<f64>("rate")? {
             self.rate = Some(v);
+        }
+        if let Some(v) = a.str("busy-poll") {
+            self.busy_poll = matches!(v.as_str(), "1" | "true" | "yes");
         }
         if let Some(v) = a.str("preload") {
             self.preload = matches!(v.as_str(), "1" | "true" | "yes");
@@ -265,6 +270,7 @@ pub fn preload(addr: SocketAddr, k: &Knobs) -> Result<(), String> {
             duration: Duration::from_secs(600),
             drain: Duration::from_secs(10),
             seed: k.seed,
+            busy_poll: false,
         };
         let st = driver::run(&cfg, Arc::new(w))?;
         let s = st.summary();
@@ -295,6 +301,7 @@ pub fn run_load(addr: SocketAddr, pid: Option<u32>, k: &Knobs) -> Result<Outcome
         duration: Duration::from_secs_f64(k.duration),
         drain: Duration::from_secs(2),
         seed: k.seed,
+        busy_poll: k.busy_poll,
     };
     // Measure CPU over the measurement window only.
     let (warmup, duration) = (cfg.warmup, cfg.duration);
@@ -326,6 +333,7 @@ pub fn run_memory(addr: SocketAddr, pid: Option<u32>, k: &Knobs, memory_mb: usiz
         duration: Duration::from_secs(1200),
         drain: Duration::from_secs(10),
         seed: k.seed,
+        busy_poll: false,
     };
     let written = driver::run(&cfg(k.depth), Arc::new(fill))?.summary();
     let rss_after_fill = pid.and_then(server::rss_bytes).map(|b| b as f64).unwrap_or(f64::NAN);
