@@ -14,4 +14,7 @@
 pub mod reply;
 pub mod text;
 
+#[doc(hidden)]
+pub mod invariants;
+
 pub use text::{parse, AdminCommand, Keys, Limits, Parsed, Request, StoreCommand};

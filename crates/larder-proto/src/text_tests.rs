@@ -522,3 +522,83 @@ fn c_number_readers() {
     assert_eq!(safe_i32(b"-1"), Some(-1));
     assert_eq!(safe_i32(b"0x10"), None);
 }
+
+/// xorshift64*: deterministic, no dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// Valid requests to mutate and splice.
+const SEEDS: &[&[u8]] = &[
+    b"set k 0 0 5\r\nhello\r\n",
+    b"cas key 1 2 3 4 noreply\r\nabc\r\n",
+    b"append a 4294967297 -1 2\r\nxy\r\n",
+    b"get a bb ccc\r\n",
+    b"gats 10 a b\n",
+    b"delete k 0 noreply\r\n",
+    b"incr k 18446744073709551615\r\n",
+    b"touch k -1\r\n",
+    b"flush_all 10 noreply\r\n",
+    b"verbosity 1\r\n",
+    b"stats detail dump\r\n",
+    b"shutdown graceful\r\n",
+    b"cache_memlimit 100\r\n",
+    b"lru_crawler metadump all\r\n",
+    b"GET / HTTP/1.1\r\n",
+    b"version\r\n",
+];
+
+/// Bytes that matter to the parser, favoured by mutations.
+const INTERESTING: &[u8] = b" \r\n\0\t-+09noreplyHTTP/";
+
+fn mutate(rng: &mut Rng, input: &mut Vec<u8>) {
+    for _ in 0..=rng.below(4) {
+        let pos = rng.below(input.len() + 1);
+        match rng.below(6) {
+            0 if pos < input.len() => input[pos] = INTERESTING[rng.below(INTERESTING.len())],
+            1 => input.insert(pos, INTERESTING[rng.below(INTERESTING.len())]),
+            2 if pos < input.len() => {
+                input.remove(pos);
+            }
+            3 => input.truncate(pos),
+            4 => input.extend_from_slice(SEEDS[rng.below(SEEDS.len())]),
+            _ if pos < input.len() => input[pos] = rng.next() as u8,
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn random_and_mutated_inputs_keep_the_invariants() {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    // Small limits so the overlong-line paths are reached too.
+    let limits = [Limits::default(), Limits { item_size_max: 100, max_line: 40, max_get_line: 80 }];
+    let mut results = 0;
+    for round in 0..60_000 {
+        let mut input = Vec::new();
+        if round % 10 == 0 {
+            // Pure noise, biased toward parser-relevant bytes.
+            for _ in 0..rng.below(120) {
+                input.push(if rng.below(2) == 0 { INTERESTING[rng.below(INTERESTING.len())] } else { rng.next() as u8 });
+            }
+        } else {
+            for _ in 0..=rng.below(3) {
+                input.extend_from_slice(SEEDS[rng.below(SEEDS.len())]);
+            }
+            mutate(&mut rng, &mut input);
+        }
+        results += crate::invariants::check_stream(&input, &limits[round % 2]);
+    }
+    // The seeds are mostly valid, so most rounds parse several requests.
+    assert!(results > 100_000, "only {results} results");
+}
