@@ -307,7 +307,6 @@ mod tests {
     fn encodings() {
         let w = Workload {
             key_size: 4,
-            key_space: 10,
             keys: KeySource::Random(KeyDist::Uniform { n: 10 }),
             sizes: SizeDist::Fixed(5),
             mix: Mix::single(OpKind::Get),

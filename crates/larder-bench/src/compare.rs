@@ -21,6 +21,11 @@ pub struct CompareConfig {
     pub json_out: String,
     pub chart: Option<String>,
     pub preliminary_note: Option<String>,
+    /// Overrides of the timed scenarios' warm-up and duration (seconds).
+    pub warmup: Option<f64>,
+    pub duration: Option<f64>,
+    /// Cap on the requests replayed per trace.
+    pub trace_requests: Option<usize>,
 }
 
 /// All runs of one scenario.
@@ -84,6 +89,9 @@ pub fn from_args(a: &Args) -> Result<CompareConfig, String> {
         chart: if a.flag("no-chart") { None } else { Some(a.str("chart").unwrap_or_else(|| format!("{results_dir}/benchmarks.png"))) },
         out,
         preliminary_note: a.str("note"),
+        warmup: a.seconds("warmup")?,
+        duration: a.seconds("duration")?,
+        trace_requests: a.parse_num("trace-requests")?,
     })
 }
 
@@ -102,6 +110,17 @@ pub fn run(cfg: &CompareConfig) -> Result<Vec<ScenarioResult>, String> {
             }
         }
         scenarios.retain(|s| only.contains(&s.name));
+    }
+    for sc in scenarios.iter_mut() {
+        if let Some(w) = cfg.warmup {
+            sc.knobs.warmup = w;
+        }
+        if let Some(d) = cfg.duration {
+            sc.knobs.duration = d;
+        }
+        if let (Some(n), Kind::Trace { max_requests, .. }) = (cfg.trace_requests, &mut sc.kind) {
+            *max_requests = n;
+        }
     }
     let mut traces: HashMap<String, trace::Trace> = HashMap::new();
     let mut results: Vec<ScenarioResult> = Vec::new();
@@ -142,6 +161,7 @@ pub fn run(cfg: &CompareConfig) -> Result<Vec<ScenarioResult>, String> {
                         match sc.kind {
                             Kind::Load => sc.knobs.flags(),
                             Kind::Memory { .. } => format!("--memory-mb {} --values {} --key-size {}", sc.memory_mb, sc.knobs.values, sc.knobs.key_size),
+                            Kind::Trace { max_requests, .. } if max_requests < usize::MAX => format!("--memory-mb {} --trace-requests {max_requests}", sc.memory_mb),
                             Kind::Trace { .. } => format!("--memory-mb {}", sc.memory_mb),
                         }
                     );
@@ -157,7 +177,7 @@ pub fn run(cfg: &CompareConfig) -> Result<Vec<ScenarioResult>, String> {
 fn extra_text(o: &Outcome) -> String {
     let mut s = String::new();
     if o.server_cpu.is_finite() {
-        s += &format!("  server cpu {:.0}%  generator cpu {:.0}%", o.server_cpu, o.gen_cpu);
+        s += &format!("  server cpu {:.0}%  generator cpu {:.0}%  others {:.0}%", o.server_cpu, o.gen_cpu, o.other_cpu);
     }
     for (k, v) in &o.metrics {
         s += &format!("  {k} {}", crate::report::fmt_num(*v));

@@ -161,13 +161,6 @@ impl KeyDist {
             KeyDist::Zipf(z) => z.sample(rng) - 1,
         }
     }
-
-    pub fn describe(&self) -> String {
-        match self {
-            KeyDist::Uniform { .. } => "uniform".into(),
-            KeyDist::Zipf(z) => format!("zipf(s={})", z.s),
-        }
-    }
 }
 
 /// Facebook ETC value sizes (Atikoglu et al. 2012), generalized Pareto parameters.
@@ -228,25 +221,6 @@ impl SizeDist {
                 let u = rng.next_f64();
                 let x = ETC_LOCATION + ETC_SCALE * ((1.0 - u).powf(-ETC_SHAPE) - 1.0) / ETC_SHAPE;
                 (x as usize).clamp(1, max)
-            }
-        }
-    }
-
-    /// A size that is a pure function of a key index: the same key always gets the same size,
-    /// so a reader can know how many bytes a key should hold.
-    #[inline]
-    pub fn for_key(&self, key_index: u64, seed: u64) -> usize {
-        let mut x = key_index ^ seed.rotate_left(17);
-        let mut rng = Rng { s: [splitmix64(&mut x), splitmix64(&mut x), 1, 2] };
-        self.sample(&mut rng)
-    }
-
-    pub fn describe(&self) -> String {
-        match *self {
-            SizeDist::Fixed(n) => format!("{n} B"),
-            SizeDist::Uniform { min, max } => format!("uniform {min}-{max} B"),
-            SizeDist::Etc { max } => {
-                format!("ETC GPD(θ={ETC_LOCATION}, σ={ETC_SCALE}, k={ETC_SHAPE}) clamped to 1..{max} B")
             }
         }
     }
@@ -352,7 +326,5 @@ mod tests {
             let s = u.sample(&mut rng);
             assert!((8..=40).contains(&s));
         }
-        assert_eq!(u.for_key(77, 1), u.for_key(77, 1));
-        assert!((0..1000).all(|k| (8..=40).contains(&u.for_key(k, 5))));
     }
 }

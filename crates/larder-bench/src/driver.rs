@@ -276,3 +276,99 @@ fn thread_main(cfg: &LoadConfig, w: &Workload, ids: &[usize], barrier: &Barrier,
     st.seconds = if sequential { (now_ns().min(end) - t0) as f64 / 1e9 } else { cfg.duration.as_secs_f64() };
     Ok(st)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dist::{KeyDist, SizeDist};
+    use crate::workload::{Mix, OpKind, Values};
+    use std::io::{BufRead, BufReader, Write};
+
+    /// A fake server answering `get` with the right value, except every `bad_every`-th reply
+    /// which has one byte flipped; replies are written in small pieces to force split reads.
+    fn fake_server(bad_every: u64) -> SocketAddr {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for s in l.incoming() {
+                let Ok(s) = s else { return };
+                std::thread::spawn(move || {
+                    let values = Values::new(100);
+                    let mut w = s.try_clone().unwrap();
+                    let r = BufReader::new(s);
+                    let mut n = 0u64;
+                    for line in r.lines() {
+                        let Ok(line) = line else { return };
+                        let mut out = Vec::new();
+                        for key in line.split(' ').skip(1) {
+                            n += 1;
+                            let mut v = values.value(key.as_bytes(), 100).to_vec();
+                            if n % bad_every == 0 {
+                                v[50] ^= 1;
+                            }
+                            out.extend_from_slice(format!("VALUE {key} 0 100\r\n").as_bytes());
+                            out.extend_from_slice(&v);
+                            out.extend_from_slice(b"\r\n");
+                        }
+                        out.extend_from_slice(b"END\r\n");
+                        for piece in out.chunks(7) {
+                            if w.write_all(piece).is_err() {
+                                return;
+                            }
+                            let _ = w.flush();
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    fn load(addr: SocketAddr, pacing: Pacing, mix: OpKind) -> Stats {
+        let w = Workload {
+            key_size: 12,
+            keys: KeySource::Random(KeyDist::Uniform { n: 1000 }),
+            sizes: SizeDist::Fixed(100),
+            mix: Mix::single(mix),
+            multiget_keys: 5,
+            verify_every: 1,
+            values: Values::new(100),
+        };
+        let cfg = LoadConfig {
+            addr,
+            connections: 4,
+            threads: 2,
+            pacing,
+            warmup: Duration::from_millis(50),
+            duration: Duration::from_millis(300),
+            drain: Duration::from_secs(2),
+            seed: 5,
+            busy_poll: false,
+        };
+        run(&cfg, Arc::new(w)).unwrap()
+    }
+
+    #[test]
+    fn counts_hits_and_detects_corruption_through_split_reads() {
+        let addr = fake_server(10);
+        let st = load(addr, Pacing::Closed { depth: 4 }, OpKind::MultiGet);
+        assert!(st.ops > 10, "ops {}", st.ops);
+        assert_eq!(st.keys, st.ops * 5);
+        assert_eq!(st.misses, 0);
+        assert_eq!(st.protocol_errors + st.conn_errors + st.timeouts, 0);
+        assert!(st.verified > 0);
+        let share = st.corrupt as f64 / st.verified as f64;
+        assert!((0.05..0.15).contains(&share), "corrupt {} of {}", st.corrupt, st.verified);
+    }
+
+    #[test]
+    fn clean_values_are_not_flagged_and_open_loop_holds_its_rate() {
+        let addr = fake_server(u64::MAX);
+        let st = load(addr, Pacing::Open { rate: 2000.0, max_inflight: 64 }, OpKind::Get);
+        assert_eq!(st.corrupt, 0);
+        assert!(st.verified > 0);
+        // 2000/s over a 0.3 s window
+        assert!((500..=700).contains(&st.ops), "ops {}", st.ops);
+        assert_eq!(st.hits, st.ops);
+    }
+}

@@ -33,13 +33,15 @@ usage:
   larder-bench compare [--memcached BIN] [--larder BIN] [--rounds N] [--out BENCHMARKS.md]
                        [--smoke] [--scenarios a,b,...] [--server-threads 1] [--server-cpu 0]
                        [--gen-cpu 1] [--traces DIR] [--results-dir DIR] [--note TEXT] [--no-chart]
+                       [--warmup S] [--duration S] [--trace-requests N]
   larder-bench list [--smoke]
 
 knobs (run): --connections N --threads N --depth N --warmup S --duration S
   --key-space N --key-size N --keys uniform|zipf:S --values N|MIN-MAX|etc[:MAX]
   --mix get=90,set=10 (get mget set delete incr mg ms) --multiget K
   --rate OPS (open loop) --max-inflight N --verify-every N --preload true|false --seed N
-  --memory-mb N (memory and trace scenarios: the server's -m) --gen-cpu CPUS
+  --busy-poll true|false
+  --memory-mb N (memory and trace scenarios: the server's -m) --trace-requests N --gen-cpu CPUS
 ";
 
 fn main() {
@@ -92,6 +94,9 @@ fn cmd_run(argv: &[String]) -> Result<i32, String> {
     let json_only = a.flag("json");
     if let Some(m) = a.parse_num("memory-mb")? {
         sc.memory_mb = m;
+    }
+    if let (Some(n), Kind::Trace { max_requests, .. }) = (a.parse_num("trace-requests")?, &mut sc.kind) {
+        *max_requests = n;
     }
     if let Some(cpus) = a.str("gen-cpu") {
         server::pin_self(&cpus)?;

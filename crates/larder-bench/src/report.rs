@@ -22,6 +22,7 @@ fn rows(r: &ScenarioResult) -> Vec<(&'static str, &'static str)> {
             ("max_us", "max latency (us)"),
             ("server_cpu_pct", "server CPU (% of a core)"),
             ("gen_cpu_pct", "generator CPU (% of a core)"),
+            ("other_cpu_pct", "other processes' CPU meanwhile (% of a core; noise)"),
             ("errors", "errors"),
             ("corrupt", "corrupt values"),
         ],
@@ -38,6 +39,7 @@ fn rows(r: &ScenarioResult) -> Vec<(&'static str, &'static str)> {
                 ("max_us", "max latency (us)"),
                 ("server_cpu_pct", "server CPU (% of a core)"),
                 ("gen_cpu_pct", "generator CPU (% of a core)"),
+                ("other_cpu_pct", "other processes' CPU meanwhile (% of a core; noise)"),
                 ("errors", "errors"),
                 ("corrupt", "corrupt values"),
             ]);

@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::args::Args;
 use crate::dist::{KeyDist, SizeDist};
 use crate::driver::{self, LoadConfig, Pacing};
-use crate::server::{self, CpuMeter};
+use crate::server::{self, CpuMeter, MachineMeter};
 use crate::stats::Summary;
 use crate::trace;
 use crate::workload::{KeySource, Mix, OpKind, Values, Workload};
@@ -132,7 +132,6 @@ impl Knobs {
         let sizes = SizeDist::parse(&self.values)?;
         Ok(Workload {
             key_size: self.key_size,
-            key_space: self.key_space,
             keys,
             values: Values::new(sizes.max()),
             sizes,
@@ -172,6 +171,8 @@ pub struct Outcome {
     pub server_cpu: f64,
     /// CPU of the generator process, % of one core.
     pub gen_cpu: f64,
+    /// CPU used by everything else on the machine meanwhile (noise), % of one core.
+    pub other_cpu: f64,
     /// Scenario-specific figures (memory and trace scenarios), name → value.
     pub metrics: Vec<(String, f64)>,
 }
@@ -191,6 +192,7 @@ impl Outcome {
             "corrupt" => Some(self.summary.corrupt as f64),
             "server_cpu_pct" => Some(self.server_cpu),
             "gen_cpu_pct" => Some(self.gen_cpu),
+            "other_cpu_pct" => Some(self.other_cpu),
             _ => self.metrics.iter().find(|(k, _)| k == name).map(|(_, v)| *v),
         }
     }
@@ -309,12 +311,14 @@ pub fn run_load(addr: SocketAddr, pid: Option<u32>, k: &Knobs) -> Result<Outcome
         std::thread::sleep(warmup + Duration::from_millis(1));
         let srv = pid.map(CpuMeter::start);
         let gen = CpuMeter::start(std::process::id());
+        let all = MachineMeter::start();
         std::thread::sleep(duration);
-        (srv.map(|m| m.finish()).unwrap_or(f64::NAN), gen.finish())
+        let (s, g, a) = (srv.map(|m| m.finish()).unwrap_or(f64::NAN), gen.finish(), all.finish());
+        (s, g, (a - g - if s.is_finite() { s } else { 0.0 }).max(0.0))
     });
     let st = driver::run(&cfg, Arc::new(w))?;
-    let (server_cpu, gen_cpu) = meter.join().map_err(|_| "cpu meter panicked")?;
-    Ok(Outcome { summary: st.summary(), server_cpu, gen_cpu, metrics: Vec::new() })
+    let (server_cpu, gen_cpu, other_cpu) = meter.join().map_err(|_| "cpu meter panicked")?;
+    Ok(Outcome { summary: st.summary(), server_cpu, gen_cpu, other_cpu, metrics: Vec::new() })
 }
 
 /// Memory efficiency: write distinct keys totalling `factor` × `-m`, then read every key back
@@ -356,7 +360,7 @@ pub fn run_memory(addr: SocketAddr, pid: Option<u32>, k: &Knobs, memory_mb: usiz
         ("rss_over_limit".to_string(), rss / limit),
         ("fill_sets_per_sec".to_string(), written.ops_per_sec),
     ];
-    Ok(Outcome { summary, server_cpu: f64::NAN, gen_cpu: f64::NAN, metrics })
+    Ok(Outcome { summary, server_cpu: f64::NAN, gen_cpu: f64::NAN, other_cpu: f64::NAN, metrics })
 }
 
 /// Trace replay (see `trace`).
@@ -380,5 +384,5 @@ pub fn run_trace(addr: SocketAddr, t: &trace::Trace, value_size: usize, max_requ
         ("working_set_mib".to_string(), t.distinct as f64 * value_size as f64 / (1024.0 * 1024.0)),
         ("memory_mb".to_string(), memory_mb as f64),
     ];
-    Ok(Outcome { summary, server_cpu: f64::NAN, gen_cpu: f64::NAN, metrics })
+    Ok(Outcome { summary, server_cpu: f64::NAN, gen_cpu: f64::NAN, other_cpu: f64::NAN, metrics })
 }

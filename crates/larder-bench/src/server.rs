@@ -66,7 +66,6 @@ impl ServerSpec {
 pub struct Server {
     child: Child,
     pub addr: SocketAddr,
-    pub spec: ServerSpec,
 }
 
 impl Server {
@@ -99,7 +98,7 @@ impl Server {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        Ok(Server { child, addr, spec: spec.clone() })
+        Ok(Server { child, addr })
     }
 
     /// Process id (taskset execs the server, so this is the server itself).
@@ -144,9 +143,33 @@ pub fn cpu_seconds(pid: u32) -> Option<f64> {
     Some((utime + stime) / hz)
 }
 
-/// CPU time of this process (the generator).
-pub fn self_cpu_seconds() -> Option<f64> {
-    cpu_seconds(std::process::id())
+/// Busy CPU time of the whole machine in seconds (all CPUs; /proc/stat: everything except
+/// idle and iowait).
+pub fn machine_busy_seconds() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = s.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<f64> = line.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
+    let total: f64 = v.iter().take(8).sum();
+    let idle = v.get(3)? + v.get(4)?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    Some((total - idle) / hz)
+}
+
+/// Measures the busy CPU of the whole machine over an interval, in % of one core.
+pub struct MachineMeter {
+    busy0: f64,
+    t0: Instant,
+}
+
+impl MachineMeter {
+    pub fn start() -> MachineMeter {
+        MachineMeter { busy0: machine_busy_seconds().unwrap_or(f64::NAN), t0: Instant::now() }
+    }
+
+    pub fn finish(&self) -> f64 {
+        100.0 * (machine_busy_seconds().unwrap_or(f64::NAN) - self.busy0) / self.t0.elapsed().as_secs_f64()
+    }
 }
 
 /// Measures the CPU share of a process over an interval: call `start`, then `finish`.
@@ -234,7 +257,9 @@ pub fn pin_self(cpus: &str) -> Result<(), String> {
 
 /// Machine description for reports: nproc, CPU model, kernel, load average.
 pub fn machine() -> (usize, String, String, String) {
-    let nproc = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    // SAFETY: sysconf has no preconditions. (available_parallelism would count only the CPUs
+    // this process is pinned to.)
+    let nproc = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(0) as usize;
     let model = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|s| s.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split_once(':')).map(|(_, v)| v.trim().to_string()))

@@ -26,7 +26,6 @@ use crate::workload::{write_key, Values};
 
 /// A loaded trace: one key id per request.
 pub struct Trace {
-    pub name: String,
     pub keys: Vec<u32>,
     pub distinct: usize,
 }
@@ -41,20 +40,15 @@ pub fn load(path: &str) -> Result<Trace, String> {
     if !out.status.success() {
         return Err(format!("xz -dc {path} failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
     }
-    Ok(from_bytes(name_of(path), &out.stdout))
+    Ok(from_bytes(&out.stdout))
 }
 
-fn name_of(path: &str) -> String {
-    let base = path.rsplit('/').next().unwrap_or(path);
-    base.trim_end_matches(".xz").trim_end_matches(".trace").trim_start_matches("cache2k-").to_string()
-}
-
-pub fn from_bytes(name: String, bytes: &[u8]) -> Trace {
+pub fn from_bytes(bytes: &[u8]) -> Trace {
     let keys: Vec<u32> = bytes.chunks_exact(4).map(|c| i32::from_be_bytes([c[0], c[1], c[2], c[3]]) as u32).collect();
     let mut sorted = keys.clone();
     sorted.sort_unstable();
     sorted.dedup();
-    Trace { name, distinct: sorted.len(), keys }
+    Trace { distinct: sorted.len(), keys }
 }
 
 /// `-m` in MiB for a trace: working set (distinct keys × value size) ÷ divisor, at least 2.
@@ -197,10 +191,9 @@ mod tests {
     #[test]
     fn parses_big_endian_keys() {
         let bytes = [0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1];
-        let t = from_bytes("x".into(), &bytes);
+        let t = from_bytes(&bytes);
         assert_eq!(t.keys, vec![1, u32::MAX, 1]);
         assert_eq!(t.distinct, 2);
-        assert_eq!(name_of("/a/cache2k-web07.trace.xz"), "web07");
     }
 
     #[test]

@@ -32,19 +32,6 @@ pub enum OpKind {
 }
 
 impl OpKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            OpKind::Get => "get",
-            OpKind::MultiGet => "mget",
-            OpKind::Set => "set",
-            OpKind::Delete => "delete",
-            OpKind::Incr => "incr",
-            OpKind::MetaGet => "mg",
-            OpKind::MetaSet => "ms",
-            OpKind::SetCounter => "setn",
-        }
-    }
-
     fn parse(s: &str) -> Option<OpKind> {
         Some(match s {
             "get" => OpKind::Get,
@@ -109,20 +96,6 @@ impl Mix {
     pub fn contains(&self, kind: OpKind) -> bool {
         self.table.iter().any(|&(k, _)| k == kind)
     }
-
-    pub fn describe(&self) -> String {
-        let mut prev = 0;
-        let parts: Vec<String> = self
-            .table
-            .iter()
-            .map(|&(k, c)| {
-                let w = c - prev;
-                prev = c;
-                format!("{}={}", k.name(), w)
-            })
-            .collect();
-        parts.join(",")
-    }
 }
 
 /// How keys are chosen.
@@ -139,7 +112,6 @@ pub enum KeySource {
 #[derive(Clone, Debug)]
 pub struct Workload {
     pub key_size: usize,
-    pub key_space: u64,
     pub keys: KeySource,
     pub sizes: SizeDist,
     pub mix: Mix,
@@ -200,10 +172,6 @@ impl Values {
         const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
         let pattern = (0..len).map(|_| ALPHABET[(rng.next_u64() & 63) as usize]).collect();
         Values { pattern: std::sync::Arc::new(pattern), max }
-    }
-
-    pub fn max(&self) -> usize {
-        self.max
     }
 
     /// The value for `key` of `len` bytes (len <= max).
@@ -294,7 +262,6 @@ mod tests {
         let mut rng = Rng::new(1);
         let sets = (0..100_000).filter(|_| m.pick(&mut rng) == OpKind::Set).count();
         assert!((9_000..11_000).contains(&sets), "{sets}");
-        assert_eq!(m.describe(), "get=90,set=10");
         assert!(Mix::parse("get=0").is_err());
         assert!(Mix::parse("frob=1").is_err());
         assert_eq!(Mix::parse("mg").unwrap().pick(&mut rng), OpKind::MetaGet);
