@@ -10,7 +10,9 @@
 //!
 //! * [`text`]: the text (ASCII) protocol request parser.
 //! * [`reply`]: encoders for every reply line the text protocol sends.
+//! * [`binary`]: the binary protocol: request parser and response encoders.
 
+pub mod binary;
 pub mod reply;
 pub mod text;
 
