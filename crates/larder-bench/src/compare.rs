@@ -26,6 +26,8 @@ pub struct CompareConfig {
     pub duration: Option<f64>,
     /// Cap on the requests replayed per trace.
     pub trace_requests: Option<usize>,
+    /// Rounds for the trace scenarios (default: `rounds`); a full orm-busy replay is minutes.
+    pub trace_rounds: Option<usize>,
 }
 
 /// All runs of one scenario.
@@ -92,6 +94,7 @@ pub fn from_args(a: &Args) -> Result<CompareConfig, String> {
         warmup: a.seconds("warmup")?,
         duration: a.seconds("duration")?,
         trace_requests: a.parse_num("trace-requests")?,
+        trace_rounds: a.parse_num("trace-rounds")?,
     })
 }
 
@@ -140,7 +143,11 @@ pub fn run(cfg: &CompareConfig) -> Result<Vec<ScenarioResult>, String> {
             sc.knobs.rate = Some((peak * frac).round());
         }
         let mut res = ScenarioResult { scenario: sc.clone(), runs: Vec::new(), server_commands: Vec::new(), client_command: String::new() };
-        for round in 1..=cfg.rounds {
+        let rounds = match sc.kind {
+            Kind::Trace { .. } => cfg.trace_rounds.unwrap_or(cfg.rounds).max(1),
+            _ => cfg.rounds,
+        };
+        for round in 1..=rounds {
             for spec in &cfg.servers {
                 let mut spec = spec.clone();
                 spec.port = server::free_port();

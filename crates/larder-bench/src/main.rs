@@ -33,7 +33,7 @@ usage:
   larder-bench compare [--memcached BIN] [--larder BIN] [--rounds N] [--out BENCHMARKS.md]
                        [--smoke] [--scenarios a,b,...] [--server-threads 1] [--server-cpu 0]
                        [--gen-cpu 1] [--traces DIR] [--results-dir DIR] [--note TEXT] [--no-chart]
-                       [--warmup S] [--duration S] [--trace-requests N]
+                       [--warmup S] [--duration S] [--trace-requests N] [--trace-rounds N]
   larder-bench list [--smoke]
 
 knobs (run): --connections N --threads N --depth N --warmup S --duration S

@@ -138,6 +138,10 @@ pub fn markdown(cfg: &CompareConfig, results: &[ScenarioResult], argv: &str, sta
         if let Some(rate) = r.scenario.knobs.rate {
             let _ = writeln!(s, "Target rate {} requests/s (open loop; latency from the intended send time).\n", fmt_num(rate));
         }
+        let nrounds = r.runs.iter().map(|(_, round, _)| *round).max().unwrap_or(0);
+        if nrounds != cfg.rounds {
+            let _ = writeln!(s, "{nrounds} round(s) for this scenario.\n");
+        }
         let _ = writeln!(s, "| | memcached | larder | larder / memcached | memcached, each round | larder, each round |");
         let _ = writeln!(s, "|---|---:|---:|---:|---|---|");
         for (metric, label) in rows(r) {
@@ -180,7 +184,7 @@ Timed loads verify one value in 8; memory and trace scenarios verify every value
 utilization is their key + value bytes ÷ the `-m` bytes. `curr_items` from `stats` is shown for reference only. VmRSS is read from `/proc/<pid>/status` after the read-back.
 - **Hit ratio on traces** (8): the cache2k traces in `shared/traces` (keys only) are replayed as a look-aside cache: `get`; on a miss, `set`. Every key gets a fixed 4000-byte value; \
 the working set is distinct keys × 4000 bytes and `-m` is the working set ÷ 4 and ÷ 10 in whole MiB (at least 2). Replay is batched: up to 100 consecutive requests with distinct keys are sent as pipelined gets, then the batch's misses are set in order.
-- **Servers** are started fresh for every scenario, round and server, with identical flags (`-t`, `-m`, `-c 4096`, `-U 0`, `-l 127.0.0.1`), and stopped after it.
+- **Servers** are started fresh for every scenario, round and server, with identical flags (`-t`, `-m`, `-c 1024`, `-U 0`, `-l 127.0.0.1`), and stopped after it.
 ";
 
 fn relative(target: &str, from_file: &str) -> String {

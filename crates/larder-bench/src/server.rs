@@ -39,7 +39,7 @@ impl ServerSpec {
             "-m".into(),
             self.memory_mb.to_string(),
             "-c".into(),
-            "4096".into(),
+            "1024".into(),
         ];
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } == 0 {

@@ -12,7 +12,7 @@
 //!
 //! Replay is batched for speed over one connection: up to 100 consecutive requests whose keys
 //! are all distinct are sent as pipelined `get`s, then the misses among them are `set` in
-//! trace order. A batch never holds the same key twice, so a repeated key always sees the
+//! trace order (written together with the next batch's `get`s). A batch never holds the same key twice, so a repeated key always sees the
 //! `set` of its earlier miss; the only difference from strict one-by-one replay is that the
 //! `get`s of a batch are applied before the batch's `set`s (at most 99 requests of
 //! reordering, which cannot change a hit into a miss except through eviction order).
@@ -77,6 +77,9 @@ const KEY_SIZE: usize = 16;
 const BATCH: usize = 100;
 
 /// Replays `keys` (at most `max_requests` of them) against `addr`.
+///
+/// One round trip per batch: the `set`s for batch i's misses are written together with batch
+/// i+1's `get`s (memcached executes a connection's requests in order, so the sets land first).
 pub fn replay(addr: SocketAddr, keys: &[u32], value_size: usize, max_requests: usize) -> Result<ReplayResult, String> {
     let keys = &keys[..keys.len().min(max_requests)];
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(|e| e.to_string())?;
@@ -92,25 +95,47 @@ pub fn replay(addr: SocketAddr, keys: &[u32], value_size: usize, max_requests: u
     let mut missed: Vec<u32> = Vec::with_capacity(BATCH);
     let mut i = 0;
     let mut key = Vec::with_capacity(KEY_SIZE + 4);
-    while i < keys.len() {
+    let set_header = format!(" 0 0 {value_size}\r\n");
+    loop {
+        // sets for the previous batch's misses ...
+        out.clear();
+        for &k in &missed {
+            key.clear();
+            write_key(&mut key, b'k', k as u64, KEY_SIZE);
+            out.extend_from_slice(b"set ");
+            out.extend_from_slice(&key);
+            out.extend_from_slice(set_header.as_bytes());
+            out.extend_from_slice(values.value(&key, value_size));
+            out.extend_from_slice(b"\r\n");
+        }
+        let sets = missed.len();
+        // ... then the next batch: consecutive requests with distinct keys.
         batch.clear();
         while i < keys.len() && batch.len() < BATCH && !batch.contains(&keys[i]) {
             batch.push(keys[i]);
             i += 1;
         }
-        out.clear();
+        if sets == 0 && batch.is_empty() {
+            break;
+        }
         for &k in &batch {
             out.extend_from_slice(b"get ");
             write_key(&mut out, b'k', k as u64, KEY_SIZE);
             out.extend_from_slice(b"\r\n");
         }
         s.write_all(&out).map_err(|e| e.to_string())?;
+        for _ in 0..sets {
+            match next_frame(&mut s, &mut rbuf, &mut rs, &mut re)?.0 {
+                Frame::Stored => {}
+                Frame::Error | Frame::NotStored => r.errors += 1,
+                f => return Err(format!("unexpected reply to set: {f:?}")),
+            }
+        }
         missed.clear();
         for &k in &batch {
             let mut hit = false;
             loop {
-                let f = next_frame(&mut s, &mut rbuf, &mut rs, &mut re)?;
-                match f {
+                match next_frame(&mut s, &mut rbuf, &mut rs, &mut re)? {
                     (Frame::Value { key: kr, data }, base) => {
                         hit = true;
                         if !values.verify(&rbuf[base + kr.start..base + kr.end], &rbuf[base + data.start..base + data.end]) {
@@ -131,27 +156,6 @@ pub fn replay(addr: SocketAddr, keys: &[u32], value_size: usize, max_requests: u
             } else {
                 r.misses += 1;
                 missed.push(k);
-            }
-        }
-        if missed.is_empty() {
-            continue;
-        }
-        out.clear();
-        for &k in &missed {
-            key.clear();
-            write_key(&mut key, b'k', k as u64, KEY_SIZE);
-            out.extend_from_slice(b"set ");
-            out.extend_from_slice(&key);
-            out.extend_from_slice(format!(" 0 0 {value_size}\r\n").as_bytes());
-            out.extend_from_slice(values.value(&key, value_size));
-            out.extend_from_slice(b"\r\n");
-        }
-        s.write_all(&out).map_err(|e| e.to_string())?;
-        for _ in &missed {
-            match next_frame(&mut s, &mut rbuf, &mut rs, &mut re)?.0 {
-                Frame::Stored => {}
-                Frame::Error | Frame::NotStored => r.errors += 1,
-                f => return Err(format!("unexpected reply to set: {f:?}")),
             }
         }
     }
