@@ -257,30 +257,10 @@ const MAX_LEADING_SPACES: usize = 100;
 ///   parsed as the next command.
 /// * Meta commands (`mg ms md ma mn me`) are not implemented yet: `ERROR`.
 pub fn parse<'a>(buf: &'a [u8], limits: &Limits) -> Parsed<'a> {
-    let (line, consumed) = match frame(buf) {
-        Some(found) => found,
-        None => return no_newline(buf, limits),
-    };
-    let tokens = Tokens::new(line);
-    command(&tokens, buf, consumed, limits)
-}
-
-/// Find the first line: returns the command text (without `\r\n`, cut at the
-/// first NUL) and the bytes the line occupies including its `\n`.
-fn frame(buf: &[u8]) -> Option<(&[u8], usize)> {
-    let mut nul = None;
-    for (i, &b) in buf.iter().enumerate() {
-        if b == b'\n' {
-            // memcached drops the `\r` only when something precedes it.
-            let end = if i > 1 && buf[i - 1] == b'\r' { i - 1 } else { i };
-            let end = nul.map_or(end, |z: usize| z.min(end));
-            return Some((&buf[..end], i + 1));
-        }
-        if b == 0 && nul.is_none() {
-            nul = Some(i);
-        }
+    match Tokens::scan(buf) {
+        Some((tokens, consumed)) => command(&tokens, buf, consumed, limits),
+        None => no_newline(buf, limits),
     }
-    None
 }
 
 /// No complete line yet: wait, unless the bytes already exceed what
@@ -300,32 +280,75 @@ fn no_newline<'a>(buf: &[u8], limits: &Limits) -> Parsed<'a> {
 }
 
 /// The first [`MAX_REAL_TOKENS`] space-separated tokens of a line, as byte
-/// ranges so that "the rest of the line after token i" stays available.
+/// ranges so that "the rest of the line after token i" stays available,
+/// plus what the get family needs to validate keys past the token cap.
 struct Tokens<'a> {
+    /// The command text: the line without its `\r\n`, cut at the first NUL.
     line: &'a [u8],
     spans: [(usize, usize); MAX_REAL_TOKENS],
+    /// Counted tokens (at most [`MAX_REAL_TOKENS`]).
     len: usize,
+    /// Every token on the line, beyond the cap too.
+    seen: usize,
+    /// The longest token from the third on, over the whole line: the keys of
+    /// `gat` (and, with the second token, of `get`).
+    longest_tail: usize,
 }
 
 impl<'a> Tokens<'a> {
-    fn new(line: &'a [u8]) -> Self {
-        let mut t = Tokens { line, spans: [(0, 0); MAX_REAL_TOKENS], len: 0 };
-        let mut i = 0;
-        while t.len < MAX_REAL_TOKENS {
-            while i < line.len() && line[i] == b' ' {
-                i += 1;
+    /// One pass over the front of `buf`: find the end of the first line,
+    /// splitting it into tokens on the way. `None` if there is no `\n` yet;
+    /// otherwise the tokens and the bytes the line occupies with its `\n`.
+    fn scan(buf: &'a [u8]) -> Option<(Self, usize)> {
+        let mut t = Tokens { line: buf, spans: [(0, 0); MAX_REAL_TOKENS], len: 0, seen: 0, longest_tail: 0 };
+        let mut open: Option<usize> = None;
+        // memcached tokenises a C string: a NUL ends the command text.
+        let mut nul_at: Option<usize> = None;
+        for (i, &b) in buf.iter().enumerate() {
+            match b {
+                b'\n' => {
+                    // One `\r` before the `\n` is dropped, unless it is the
+                    // whole line (memcached's test is on the line length).
+                    let mut end = if i > 1 && buf[i - 1] == b'\r' { i - 1 } else { i };
+                    if let Some(z) = nul_at {
+                        end = end.min(z);
+                    }
+                    if let Some(start) = open {
+                        if start < end {
+                            t.push(start, end);
+                        }
+                    }
+                    t.line = &buf[..end];
+                    return Some((t, i + 1));
+                }
+                _ if nul_at.is_some() => {}
+                b' ' | 0 => {
+                    if let Some(start) = open.take() {
+                        t.push(start, i);
+                    }
+                    if b == 0 {
+                        nul_at = Some(i);
+                    }
+                }
+                _ => {
+                    if open.is_none() {
+                        open = Some(i);
+                    }
+                }
             }
-            if i == line.len() {
-                break;
-            }
-            let start = i;
-            while i < line.len() && line[i] != b' ' {
-                i += 1;
-            }
-            t.spans[t.len] = (start, i);
-            t.len += 1;
         }
-        t
+        None
+    }
+
+    fn push(&mut self, start: usize, end: usize) {
+        if self.seen >= 2 {
+            self.longest_tail = self.longest_tail.max(end - start);
+        }
+        if self.len < MAX_REAL_TOKENS {
+            self.spans[self.len] = (start, end);
+            self.len += 1;
+        }
+        self.seen += 1;
     }
 
     /// Token `i`; callers check `len` first.
@@ -435,7 +458,10 @@ fn get<'a>(t: &Tokens<'a>, line: Line, cas: bool) -> Parsed<'a> {
     if t.len < 2 {
         return line.error(ERROR);
     }
-    keys_request(t.after(0), line, |keys| Request::Get { keys, cas })
+    if !key_ok(t.get(1)) || t.longest_tail > KEY_MAX_LENGTH {
+        return line.error(BAD_FORMAT);
+    }
+    line.request(Request::Get { keys: Keys::new(t.after(0)), cas })
 }
 
 /// `gat|gats <exptime> <key>*`: the exptime is checked before the keys, and
@@ -448,19 +474,10 @@ fn gat<'a>(t: &Tokens<'a>, line: Line, cas: bool) -> Parsed<'a> {
         Some(v) => i64::from(v),
         None => return line.error(INVALID_EXPTIME),
     };
-    keys_request(t.after(1), line, |keys| Request::Gat { exptime, keys, cas })
-}
-
-fn keys_request<'a>(
-    list: &'a [u8],
-    line: Line,
-    build: impl FnOnce(Keys<'a>) -> Request<'a>,
-) -> Parsed<'a> {
-    let keys = Keys::new(list);
-    if !keys.into_iter().all(key_ok) {
+    if t.longest_tail > KEY_MAX_LENGTH {
         return line.error(BAD_FORMAT);
     }
-    line.request(build(keys))
+    line.request(Request::Gat { exptime, keys: Keys::new(t.after(1)), cas })
 }
 
 /// Storage commands, before the CAS unique is known.

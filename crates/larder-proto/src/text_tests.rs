@@ -104,6 +104,9 @@ fn gat_and_gats() {
     assert_eq!(err(b"gat x a\r\n"), INVALID_EXPTIME);
     assert_eq!(err(b"gat x\r\n"), INVALID_EXPTIME);
     assert_eq!(err(b"gat\r\n"), ERROR);
+    // The exptime is a number, not a key: its length is not limited.
+    let long_zero = [&b"gat "[..], &[b'0'; 300], b"1 k\r\n"].concat();
+    assert!(matches!(req(&long_zero), Request::Gat { exptime: 1, .. }));
     // exptime is an int32_t in memcached.
     assert!(matches!(req(b"gat 4294967297 a\r\n"), Request::Gat { exptime: 1, .. }));
 }
@@ -572,6 +575,11 @@ fn mutate(rng: &mut Rng, input: &mut Vec<u8>) {
             }
             3 => input.truncate(pos),
             4 => input.extend_from_slice(SEEDS[rng.below(SEEDS.len())]),
+            // Keys around the 250-byte limit.
+            5 if rng.below(4) == 0 => {
+                let run = 240 + rng.below(20);
+                input.splice(pos..pos, std::iter::repeat(b'k').take(run));
+            }
             _ if pos < input.len() => input[pos] = rng.next() as u8,
             _ => {}
         }
