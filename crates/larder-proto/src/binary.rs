@@ -112,6 +112,11 @@
 //!   `KEY_ENOENT` "Not found" (no end packet). Stat packets use opcode
 //!   `0x10`, status 0, cas 0 and the request's opaque.
 //! * **quit**: empty success reply, then close after writing; `quitq`: close.
+//! * **Closing**: on [`BinParsed::Close`] (bad magic) memcached closes at
+//!   once, and replies still queued from earlier packets of the same read
+//!   are lost unless a `noop` (or another flushing reply) came before;
+//!   sending them first is a harmless difference. On an `Error` with
+//!   `close`, the error reply is written, then the connection closed.
 //! * Numeric expiries are unsigned 32-bit values in the binary protocol
 //!   (never negative); the server interprets them as the text protocol's
 //!   exptime (relative up to 30 days, else absolute Unix time).
