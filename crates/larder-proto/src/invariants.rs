@@ -34,18 +34,43 @@ fn check_one(buf: &[u8], limits: &Limits) -> Step {
     let step = match &parsed {
         Parsed::Request { request, consumed } => {
             check_request(buf, request, *consumed);
-            Step::Advance { consumed: *consumed, swallow: 0 }
+            Step::Advance {
+                consumed: *consumed,
+                swallow: 0,
+            }
         }
-        Parsed::Error { error, consumed, swallow } => {
+        Parsed::Error {
+            error,
+            consumed,
+            swallow,
+        } => {
             assert!(!error.is_empty() && !error.contains('\n'));
-            Step::Advance { consumed: *consumed, swallow: *swallow }
+            Step::Advance {
+                consumed: *consumed,
+                swallow: *swallow,
+            }
         }
-        Parsed::Silent { consumed, swallow } => Step::Advance { consumed: *consumed, swallow: *swallow },
-        Parsed::TooLarge { key, consumed, swallow, .. } => {
+        Parsed::Silent { consumed, swallow } => Step::Advance {
+            consumed: *consumed,
+            swallow: *swallow,
+        },
+        Parsed::TooLarge {
+            key,
+            consumed,
+            swallow,
+            ..
+        } => {
             assert!(key.len() <= KEY_MAX_LENGTH && within(buf, key));
             assert!(*swallow >= 2);
-            assert_eq!(Some(*consumed), newline.map(|n| n + 1), "too large consumes the line");
-            Step::Advance { consumed: *consumed, swallow: *swallow }
+            assert_eq!(
+                Some(*consumed),
+                newline.map(|n| n + 1),
+                "too large consumes the line"
+            );
+            Step::Advance {
+                consumed: *consumed,
+                swallow: *swallow,
+            }
         }
         Parsed::Incomplete { needed } => {
             match needed {
@@ -71,20 +96,44 @@ fn check_one(buf: &[u8], limits: &Limits) -> Step {
 
 /// The result depends only on the bytes it consumed, and every shorter
 /// prefix is incomplete (while the line is short enough to wait for).
-fn check_prefixes(buf: &[u8], parsed: &Parsed<'_>, line_end: usize, consumed: usize, limits: &Limits) {
-    assert_eq!(&parse(&buf[..consumed], limits), parsed, "result depends only on consumed bytes");
+fn check_prefixes(
+    buf: &[u8],
+    parsed: &Parsed<'_>,
+    line_end: usize,
+    consumed: usize,
+    limits: &Limits,
+) {
+    assert_eq!(
+        &parse(&buf[..consumed], limits),
+        parsed,
+        "result depends only on consumed bytes"
+    );
     if line_end > limits.max_line {
         return;
     }
     // Every cut would be quadratic on long inputs: sample a few.
-    let cuts = [0, 1, line_end / 2, line_end - 1, line_end, (line_end + consumed) / 2, consumed - 1];
+    let cuts = [
+        0,
+        1,
+        line_end / 2,
+        line_end - 1,
+        line_end,
+        (line_end + consumed) / 2,
+        consumed - 1,
+    ];
     for &cut in cuts.iter().filter(|&&c| c < consumed) {
         let expected = if cut < line_end {
             Parsed::Incomplete { needed: None }
         } else {
-            Parsed::Incomplete { needed: Some(consumed) }
+            Parsed::Incomplete {
+                needed: Some(consumed),
+            }
         };
-        assert_eq!(parse(&buf[..cut], limits), expected, "prefix of {cut} bytes");
+        assert_eq!(
+            parse(&buf[..cut], limits),
+            expected,
+            "prefix of {cut} bytes"
+        );
     }
 }
 
@@ -101,7 +150,12 @@ fn check_request(buf: &[u8], request: &Request<'_>, consumed: usize) {
     match request {
         Request::Get { keys, .. } | Request::Gat { keys, .. } => check_keys(keys),
         Request::Store { key, data, .. } => {
-            assert!(key.len() <= KEY_MAX_LENGTH && !key.is_empty() && within(used, key) && within(used, data));
+            assert!(
+                key.len() <= KEY_MAX_LENGTH
+                    && !key.is_empty()
+                    && within(used, key)
+                    && within(used, data)
+            );
             let data_end = data.as_ptr() as usize - used.as_ptr() as usize + data.len();
             assert_eq!(&used[data_end..], b"\r\n", "data block ends the request");
         }

@@ -49,7 +49,11 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { item_size_max: 1024 * 1024, max_line: 2048, max_get_line: 1024 * 1024 }
+        Limits {
+            item_size_max: 1024 * 1024,
+            max_line: 2048,
+            max_get_line: 1024 * 1024,
+        }
     }
 }
 
@@ -114,11 +118,18 @@ pub enum AdminCommand {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Request<'a> {
     /// `get`/`gets` (cas = true for gets). Also the ancient `bget`.
-    Get { keys: Keys<'a>, cas: bool },
+    Get {
+        keys: Keys<'a>,
+        cas: bool,
+    },
     /// `gat`/`gats`: get and touch. `exptime` is the raw protocol value
     /// (memcached's `int32_t`: wider numbers arrive truncated). `keys` may
     /// be empty (`gat 10` answers just `END`).
-    Gat { exptime: i64, keys: Keys<'a>, cas: bool },
+    Gat {
+        exptime: i64,
+        keys: Keys<'a>,
+        cas: bool,
+    },
     /// `set add replace append prepend cas`. `exptime` as for `Gat`.
     Store {
         command: StoreCommand,
@@ -128,44 +139,81 @@ pub enum Request<'a> {
         data: &'a [u8],
         noreply: bool,
     },
-    Delete { key: &'a [u8], noreply: bool },
+    Delete {
+        key: &'a [u8],
+        noreply: bool,
+    },
     /// `incr` (incr = true) / `decr`.
-    Arith { key: &'a [u8], incr: bool, delta: u64, noreply: bool },
-    Touch { key: &'a [u8], exptime: i64, noreply: bool },
+    Arith {
+        key: &'a [u8],
+        incr: bool,
+        delta: u64,
+        noreply: bool,
+    },
+    Touch {
+        key: &'a [u8],
+        exptime: i64,
+        noreply: bool,
+    },
     /// `flush_all [delay] [noreply]`. `delay` may be zero or negative
     /// (both mean "now" in memcached).
-    FlushAll { delay: i64, noreply: bool },
+    FlushAll {
+        delay: i64,
+        noreply: bool,
+    },
     Version,
     /// `verbosity <level> [noreply]`; memcached clamps the level itself.
-    Verbosity { level: u32, noreply: bool },
+    Verbosity {
+        level: u32,
+        noreply: bool,
+    },
     Quit,
     /// `stats [group ...]`: `args` is everything after `stats`, trimmed.
-    Stats { args: &'a [u8] },
+    Stats {
+        args: &'a [u8],
+    },
     /// `shutdown [graceful]`.
-    Shutdown { graceful: bool },
+    Shutdown {
+        graceful: bool,
+    },
     /// `cache_memlimit <megabytes> [noreply]` (a 32-bit value, truncated as
     /// memcached does; range checks are the server's).
-    CacheMemlimit { megabytes: u64, noreply: bool },
+    CacheMemlimit {
+        megabytes: u64,
+        noreply: bool,
+    },
     /// `debugtime <secs>`: test-only clock control; the server refuses it
     /// unless started with the test option.
-    DebugTime { offset: i64 },
+    DebugTime {
+        offset: i64,
+    },
     /// An administrative command; see [`AdminCommand`]. `args` is the rest
     /// of the line after the command name, trimmed of spaces.
-    Admin { command: AdminCommand, args: &'a [u8] },
+    Admin {
+        command: AdminCommand,
+        args: &'a [u8],
+    },
 }
 
 /// What [`parse`] found at the front of the buffer.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Parsed<'a> {
     /// A complete request that used `consumed` bytes.
-    Request { request: Request<'a>, consumed: usize },
+    Request {
+        request: Request<'a>,
+        consumed: usize,
+    },
     /// Not enough bytes yet. `needed`, when known, is the total length the
     /// buffer must reach for this request to complete (a data block).
     Incomplete { needed: Option<usize> },
     /// A bad request: reply with `error` (a full line without `\r\n`, e.g.
     /// `"CLIENT_ERROR bad command line format"`), drop `consumed` bytes, then
     /// discard the next `swallow` bytes as they arrive.
-    Error { error: &'static str, consumed: usize, swallow: usize },
+    Error {
+        error: &'static str,
+        consumed: usize,
+        swallow: usize,
+    },
     /// A bad request whose last token was `noreply`: memcached suppresses
     /// even the error. Drop `consumed` bytes, swallow `swallow` more, send
     /// nothing. (For example `set k x 0 5 noreply`, `incr k z noreply`, or a
@@ -177,7 +225,13 @@ pub enum Parsed<'a> {
     /// `swallow` more (the data block and its `\r\n`, never buffered). For
     /// `StoreCommand::Set` memcached also unlinks any existing item under
     /// `key`, so stale data does not survive a failed set.
-    TooLarge { command: StoreCommand, key: &'a [u8], noreply: bool, consumed: usize, swallow: usize },
+    TooLarge {
+        command: StoreCommand,
+        key: &'a [u8],
+        noreply: bool,
+        consumed: usize,
+        swallow: usize,
+    },
     /// memcached closes the connection here (an overlong line, for example).
     Close,
 }
@@ -300,7 +354,13 @@ impl<'a> Tokens<'a> {
     /// splitting it into tokens on the way. `None` if there is no `\n` yet;
     /// otherwise the tokens and the bytes the line occupies with its `\n`.
     fn scan(buf: &'a [u8]) -> Option<(Self, usize)> {
-        let mut t = Tokens { line: buf, spans: [(0, 0); MAX_REAL_TOKENS], len: 0, seen: 0, longest_tail: 0 };
+        let mut t = Tokens {
+            line: buf,
+            spans: [(0, 0); MAX_REAL_TOKENS],
+            len: 0,
+            seen: 0,
+            longest_tail: 0,
+        };
         let mut open: Option<usize> = None;
         // memcached tokenises a C string: a NUL ends the command text.
         let mut nul_at: Option<usize> = None;
@@ -309,7 +369,11 @@ impl<'a> Tokens<'a> {
                 b'\n' => {
                     // One `\r` before the `\n` is dropped, unless it is the
                     // whole line (memcached's test is on the line length).
-                    let mut end = if i > 1 && buf[i - 1] == b'\r' { i - 1 } else { i };
+                    let mut end = if i > 1 && buf[i - 1] == b'\r' {
+                        i - 1
+                    } else {
+                        i
+                    };
                     if let Some(z) = nul_at {
                         end = end.min(z);
                     }
@@ -398,7 +462,9 @@ fn command<'a>(t: &Tokens<'a>, buf: &'a [u8], consumed: usize, limits: &Limits) 
         b"version" => line.request(Request::Version),
         b"quit" => line.request(Request::Quit),
         b"verbosity" => verbosity(t, line),
-        b"stats" => line.request(Request::Stats { args: trim(t.after(0)) }),
+        b"stats" => line.request(Request::Stats {
+            args: trim(t.after(0)),
+        }),
         b"shutdown" => shutdown(t, line),
         b"cache_memlimit" => cache_memlimit(t, line),
         b"debugtime" => debugtime(t, line),
@@ -432,17 +498,27 @@ struct Line {
 
 impl Line {
     fn request(self, request: Request<'_>) -> Parsed<'_> {
-        Parsed::Request { request, consumed: self.consumed }
+        Parsed::Request {
+            request,
+            consumed: self.consumed,
+        }
     }
 
     fn error<'a>(self, error: &'static str) -> Parsed<'a> {
-        Parsed::Error { error, consumed: self.consumed, swallow: 0 }
+        Parsed::Error {
+            error,
+            consumed: self.consumed,
+            swallow: 0,
+        }
     }
 
     /// An argument error: silent when the command asked for `noreply`.
     fn fail<'a>(self, error: &'static str, noreply: bool) -> Parsed<'a> {
         if noreply {
-            Parsed::Silent { consumed: self.consumed, swallow: 0 }
+            Parsed::Silent {
+                consumed: self.consumed,
+                swallow: 0,
+            }
         } else {
             self.error(error)
         }
@@ -461,7 +537,10 @@ fn get<'a>(t: &Tokens<'a>, line: Line, cas: bool) -> Parsed<'a> {
     if !key_ok(t.get(1)) || t.longest_tail > KEY_MAX_LENGTH {
         return line.error(BAD_FORMAT);
     }
-    line.request(Request::Get { keys: Keys::new(t.after(0)), cas })
+    line.request(Request::Get {
+        keys: Keys::new(t.after(0)),
+        cas,
+    })
 }
 
 /// `gat|gats <exptime> <key>*`: the exptime is checked before the keys, and
@@ -477,7 +556,11 @@ fn gat<'a>(t: &Tokens<'a>, line: Line, cas: bool) -> Parsed<'a> {
     if t.longest_tail > KEY_MAX_LENGTH {
         return line.error(BAD_FORMAT);
     }
-    line.request(Request::Gat { exptime, keys: Keys::new(t.after(1)), cas })
+    line.request(Request::Gat {
+        exptime,
+        keys: Keys::new(t.after(1)),
+        cas,
+    })
 }
 
 /// Storage commands, before the CAS unique is known.
@@ -492,7 +575,13 @@ enum StoreKind {
 }
 
 /// `<cmd> <key> <flags> <exptime> <bytes> [<cas unique>] [noreply]\r\n<data>\r\n`
-fn store<'a>(t: &Tokens<'a>, buf: &'a [u8], line: Line, kind: StoreKind, limits: &Limits) -> Parsed<'a> {
+fn store<'a>(
+    t: &Tokens<'a>,
+    buf: &'a [u8],
+    line: Line,
+    kind: StoreKind,
+    limits: &Limits,
+) -> Parsed<'a> {
     let args = if kind == StoreKind::Cas { 6 } else { 5 };
     if t.len != args && t.len != args + 1 {
         return line.error(ERROR);
@@ -502,7 +591,8 @@ fn store<'a>(t: &Tokens<'a>, buf: &'a [u8], line: Line, kind: StoreKind, limits:
     if !key_ok(key) {
         return line.fail(BAD_FORMAT, noreply);
     }
-    let (flags, exptime, bytes) = match (safe_u32(t.get(2)), safe_i32(t.get(3)), safe_i32(t.get(4))) {
+    let (flags, exptime, bytes) = match (safe_u32(t.get(2)), safe_i32(t.get(3)), safe_i32(t.get(4)))
+    {
         (Some(f), Some(e), Some(b)) => (f, i64::from(e), b),
         _ => return line.fail(BAD_FORMAT, noreply),
     };
@@ -519,12 +609,18 @@ fn store<'a>(t: &Tokens<'a>, buf: &'a [u8], line: Line, kind: StoreKind, limits:
     };
     // memcached adds 2 for the `\r\n` in an int, so it refuses lengths that
     // would overflow that.
-    if bytes < 0 || bytes > i32::MAX - 2 {
+    if !(0..=i32::MAX - 2).contains(&bytes) {
         return line.fail(BAD_FORMAT, noreply);
     }
     let block = bytes as usize + 2;
     if item_size(key.len(), flags, bytes as usize) > limits.item_size_max {
-        return Parsed::TooLarge { command, key, noreply, consumed: line.consumed, swallow: block };
+        return Parsed::TooLarge {
+            command,
+            key,
+            noreply,
+            consumed: line.consumed,
+            swallow: block,
+        };
     }
     let end = line.consumed + block;
     if buf.len() < end {
@@ -536,7 +632,14 @@ fn store<'a>(t: &Tokens<'a>, buf: &'a [u8], line: Line, kind: StoreKind, limits:
     }
     let data = &buf[line.consumed..end - 2];
     Parsed::Request {
-        request: Request::Store { command, key, flags, exptime, data, noreply },
+        request: Request::Store {
+            command,
+            key,
+            flags,
+            exptime,
+            data,
+            noreply,
+        },
         consumed: end,
     }
 }
@@ -551,7 +654,8 @@ fn delete<'a>(t: &Tokens<'a>, line: Line) -> Parsed<'a> {
     if t.len > 2 {
         let hold_is_zero = t.get(2) == b"0";
         noreply = t.noreply();
-        let valid = (t.len == 3 && (hold_is_zero || noreply)) || (t.len == 4 && hold_is_zero && noreply);
+        let valid =
+            (t.len == 3 && (hold_is_zero || noreply)) || (t.len == 4 && hold_is_zero && noreply);
         if !valid {
             return line.fail(DELETE_USAGE, noreply);
         }
@@ -574,7 +678,12 @@ fn arith<'a>(t: &Tokens<'a>, line: Line, incr: bool) -> Parsed<'a> {
         return line.fail(BAD_FORMAT, noreply);
     }
     match safe_u64(t.get(2)) {
-        Some(delta) => line.request(Request::Arith { key, incr, delta, noreply }),
+        Some(delta) => line.request(Request::Arith {
+            key,
+            incr,
+            delta,
+            noreply,
+        }),
         None => line.fail(INVALID_DELTA, noreply),
     }
 }
@@ -590,7 +699,11 @@ fn touch<'a>(t: &Tokens<'a>, line: Line) -> Parsed<'a> {
         return line.fail(BAD_FORMAT, noreply);
     }
     match safe_i32(t.get(2)) {
-        Some(e) => line.request(Request::Touch { key, exptime: i64::from(e), noreply }),
+        Some(e) => line.request(Request::Touch {
+            key,
+            exptime: i64::from(e),
+            noreply,
+        }),
         None => line.fail(INVALID_EXPTIME, noreply),
     }
 }
@@ -642,7 +755,10 @@ fn cache_memlimit<'a>(t: &Tokens<'a>, line: Line) -> Parsed<'a> {
     }
     let noreply = t.noreply();
     match safe_u32(t.get(1)) {
-        Some(mb) => line.request(Request::CacheMemlimit { megabytes: u64::from(mb), noreply }),
+        Some(mb) => line.request(Request::CacheMemlimit {
+            megabytes: u64::from(mb),
+            noreply,
+        }),
         None => line.fail(ERROR, noreply),
     }
 }
@@ -665,7 +781,10 @@ fn admin<'a>(t: &Tokens<'a>, line: Line, command: AdminCommand, min_tokens: usiz
     if t.len < min_tokens {
         return line.error(ERROR);
     }
-    line.request(Request::Admin { command, args: trim(t.after(0)) })
+    line.request(Request::Admin {
+        command,
+        args: trim(t.after(0)),
+    })
 }
 
 /// Strip spaces (only spaces, the token separator) from both ends.
@@ -706,7 +825,9 @@ fn scan_c_number(tok: &[u8]) -> Option<(bool, Option<u64>)> {
         if !b.is_ascii_digit() {
             break;
         }
-        magnitude = magnitude.and_then(|m| m.checked_mul(10)).and_then(|m| m.checked_add(u64::from(b - b'0')));
+        magnitude = magnitude
+            .and_then(|m| m.checked_mul(10))
+            .and_then(|m| m.checked_add(u64::from(b - b'0')));
         i += 1;
     }
     if i == digits_start {

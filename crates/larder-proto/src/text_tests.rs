@@ -11,7 +11,12 @@ fn p(buf: &[u8]) -> Parsed<'_> {
 fn req(buf: &[u8]) -> Request<'_> {
     match p(buf) {
         Parsed::Request { request, consumed } => {
-            assert_eq!(consumed, buf.len(), "consumed for {:?}", String::from_utf8_lossy(buf));
+            assert_eq!(
+                consumed,
+                buf.len(),
+                "consumed for {:?}",
+                String::from_utf8_lossy(buf)
+            );
             request
         }
         other => panic!("{:?} -> {:?}", String::from_utf8_lossy(buf), other),
@@ -21,8 +26,17 @@ fn req(buf: &[u8]) -> Request<'_> {
 /// The error line parsed from `buf`, asserting it used all of `buf`, no swallow.
 fn err(buf: &[u8]) -> &'static str {
     match p(buf) {
-        Parsed::Error { error, consumed, swallow } => {
-            assert_eq!((consumed, swallow), (buf.len(), 0), "for {:?}", String::from_utf8_lossy(buf));
+        Parsed::Error {
+            error,
+            consumed,
+            swallow,
+        } => {
+            assert_eq!(
+                (consumed, swallow),
+                (buf.len(), 0),
+                "for {:?}",
+                String::from_utf8_lossy(buf)
+            );
             error
         }
         other => panic!("{:?} -> {:?}", String::from_utf8_lossy(buf), other),
@@ -30,7 +44,15 @@ fn err(buf: &[u8]) -> &'static str {
 }
 
 fn silent(buf: &[u8]) {
-    assert_eq!(p(buf), Parsed::Silent { consumed: buf.len(), swallow: 0 }, "{:?}", String::from_utf8_lossy(buf));
+    assert_eq!(
+        p(buf),
+        Parsed::Silent {
+            consumed: buf.len(),
+            swallow: 0
+        },
+        "{:?}",
+        String::from_utf8_lossy(buf)
+    );
 }
 
 fn keys<'a>(r: &Request<'a>) -> Vec<&'a [u8]> {
@@ -48,7 +70,10 @@ fn get_and_gets() {
     let r = req(b"gets  a   b \r\n");
     assert!(matches!(r, Request::Get { cas: true, .. }));
     assert_eq!(keys(&r), [&b"a"[..], b"b"]);
-    assert!(matches!(req(b"bget a\r\n"), Request::Get { cas: false, .. }));
+    assert!(matches!(
+        req(b"bget a\r\n"),
+        Request::Get { cas: false, .. }
+    ));
     assert_eq!(err(b"get\r\n"), ERROR);
     assert_eq!(err(b"get   \r\n"), ERROR);
     assert_eq!(err(b"gets\r\n"), ERROR);
@@ -95,10 +120,24 @@ fn multiget_beyond_max_tokens_keeps_every_key() {
 #[test]
 fn gat_and_gats() {
     let r = req(b"gat 100 a b\r\n");
-    assert!(matches!(r, Request::Gat { exptime: 100, cas: false, .. }));
+    assert!(matches!(
+        r,
+        Request::Gat {
+            exptime: 100,
+            cas: false,
+            ..
+        }
+    ));
     assert_eq!(keys(&r), [&b"a"[..], b"b"]);
     let r = req(b"gats -1 a\r\n");
-    assert!(matches!(r, Request::Gat { exptime: -1, cas: true, .. }));
+    assert!(matches!(
+        r,
+        Request::Gat {
+            exptime: -1,
+            cas: true,
+            ..
+        }
+    ));
     // No keys: memcached answers END.
     assert_eq!(keys(&req(b"gat 10\r\n")).len(), 0);
     assert_eq!(err(b"gat x a\r\n"), INVALID_EXPTIME);
@@ -108,28 +147,68 @@ fn gat_and_gats() {
     let long_zero = [&b"gat "[..], &[b'0'; 300], b"1 k\r\n"].concat();
     assert!(matches!(req(&long_zero), Request::Gat { exptime: 1, .. }));
     // exptime is an int32_t in memcached.
-    assert!(matches!(req(b"gat 4294967297 a\r\n"), Request::Gat { exptime: 1, .. }));
+    assert!(matches!(
+        req(b"gat 4294967297 a\r\n"),
+        Request::Gat { exptime: 1, .. }
+    ));
 }
 
 fn store_req(buf: &[u8]) -> (StoreCommand, Vec<u8>, u32, i64, Vec<u8>, bool) {
     match req(buf) {
-        Request::Store { command, key, flags, exptime, data, noreply } => {
-            (command, key.to_vec(), flags, exptime, data.to_vec(), noreply)
-        }
+        Request::Store {
+            command,
+            key,
+            flags,
+            exptime,
+            data,
+            noreply,
+        } => (
+            command,
+            key.to_vec(),
+            flags,
+            exptime,
+            data.to_vec(),
+            noreply,
+        ),
         other => panic!("{other:?}"),
     }
 }
 
 #[test]
 fn storage_commands() {
-    assert_eq!(store_req(b"set k 5 10 3\r\nabc\r\n"), (StoreCommand::Set, b"k".to_vec(), 5, 10, b"abc".to_vec(), false));
+    assert_eq!(
+        store_req(b"set k 5 10 3\r\nabc\r\n"),
+        (
+            StoreCommand::Set,
+            b"k".to_vec(),
+            5,
+            10,
+            b"abc".to_vec(),
+            false
+        )
+    );
     assert_eq!(store_req(b"add k 0 0 0\r\n\r\n").0, StoreCommand::Add);
-    assert_eq!(store_req(b"replace k 0 0 1 noreply\r\nx\r\n").0, StoreCommand::Replace);
+    assert_eq!(
+        store_req(b"replace k 0 0 1 noreply\r\nx\r\n").0,
+        StoreCommand::Replace
+    );
     assert!(store_req(b"replace k 0 0 1 noreply\r\nx\r\n").5);
-    assert_eq!(store_req(b"append k 0 0 1\r\nx\r\n").0, StoreCommand::Append);
-    assert_eq!(store_req(b"prepend k 0 0 1\r\nx\r\n").0, StoreCommand::Prepend);
-    assert_eq!(store_req(b"cas k 0 0 1 77\r\nx\r\n").0, StoreCommand::Cas(77));
-    assert_eq!(store_req(b"cas k 0 0 1 18446744073709551615 noreply\r\nx\r\n").0, StoreCommand::Cas(u64::MAX));
+    assert_eq!(
+        store_req(b"append k 0 0 1\r\nx\r\n").0,
+        StoreCommand::Append
+    );
+    assert_eq!(
+        store_req(b"prepend k 0 0 1\r\nx\r\n").0,
+        StoreCommand::Prepend
+    );
+    assert_eq!(
+        store_req(b"cas k 0 0 1 77\r\nx\r\n").0,
+        StoreCommand::Cas(77)
+    );
+    assert_eq!(
+        store_req(b"cas k 0 0 1 18446744073709551615 noreply\r\nx\r\n").0,
+        StoreCommand::Cas(u64::MAX)
+    );
     // Data may hold anything, including \r\n.
     assert_eq!(store_req(b"set k 0 0 4\r\na\r\nb\r\n").4, b"a\r\nb");
     // Misspelled noreply is just an ignored token; the reply is sent.
@@ -180,7 +259,13 @@ fn storage_number_parsing_matches_c() {
     assert_eq!(err(b"set k 0 0 -1\r\n"), BAD_FORMAT);
     assert_eq!(err(b"set k 0 0 4294967295\r\n"), BAD_FORMAT);
     assert_eq!(err(b"set k 0 0 2147483647\r\n"), BAD_FORMAT);
-    assert!(matches!(p(b"set k 0 0 2147483645\r\n"), Parsed::TooLarge { swallow: 2147483647, .. }));
+    assert!(matches!(
+        p(b"set k 0 0 2147483645\r\n"),
+        Parsed::TooLarge {
+            swallow: 2147483647,
+            ..
+        }
+    ));
 }
 
 #[test]
@@ -192,7 +277,14 @@ fn storage_bad_args_with_noreply_are_silent() {
     line.extend_from_slice(&[b'k'; 251]);
     line.extend_from_slice(b" 0 0 1 noreply\r\n");
     silent(&line);
-    assert_eq!(err(&line[..line.len() - 10].iter().chain(b"\r\n").copied().collect::<Vec<_>>()), BAD_FORMAT);
+    assert_eq!(
+        err(&line[..line.len() - 10]
+            .iter()
+            .chain(b"\r\n")
+            .copied()
+            .collect::<Vec<_>>()),
+        BAD_FORMAT
+    );
 }
 
 #[test]
@@ -211,57 +303,151 @@ fn storage_key_length() {
 fn bad_data_chunk_consumes_the_whole_block() {
     // memcached reads bytes+2 = 5 bytes "abcde", then "\r\n" is an empty line.
     let buf = b"set k 0 0 3\r\nabcde\r\n";
-    assert_eq!(p(buf), Parsed::Error { error: BAD_DATA_CHUNK, consumed: 18, swallow: 0 });
+    assert_eq!(
+        p(buf),
+        Parsed::Error {
+            error: BAD_DATA_CHUNK,
+            consumed: 18,
+            swallow: 0
+        }
+    );
     assert_eq!(err(&buf[18..]), ERROR);
     // Block of the right length but wrong terminator.
     let buf = b"set k 0 0 3\r\nabc\nd\r\n";
-    assert_eq!(p(buf), Parsed::Error { error: BAD_DATA_CHUNK, consumed: 18, swallow: 0 });
+    assert_eq!(
+        p(buf),
+        Parsed::Error {
+            error: BAD_DATA_CHUNK,
+            consumed: 18,
+            swallow: 0
+        }
+    );
     // With noreply the error is silent.
-    assert_eq!(p(b"set k 0 0 1 noreply\r\nabc\r\n"), Parsed::Silent { consumed: 24, swallow: 0 });
+    assert_eq!(
+        p(b"set k 0 0 1 noreply\r\nabc\r\n"),
+        Parsed::Silent {
+            consumed: 24,
+            swallow: 0
+        }
+    );
 }
 
 #[test]
 fn data_block_incomplete_reports_total_needed() {
-    assert_eq!(p(b"set k 0 0 5\r\n"), Parsed::Incomplete { needed: Some(20) });
-    assert_eq!(p(b"set k 0 0 5\r\nhel"), Parsed::Incomplete { needed: Some(20) });
-    assert_eq!(p(b"set k 0 0 5\r\nhello\r"), Parsed::Incomplete { needed: Some(20) });
-    assert!(matches!(p(b"set k 0 0 5\r\nhello\r\n"), Parsed::Request { consumed: 20, .. }));
+    assert_eq!(
+        p(b"set k 0 0 5\r\n"),
+        Parsed::Incomplete { needed: Some(20) }
+    );
+    assert_eq!(
+        p(b"set k 0 0 5\r\nhel"),
+        Parsed::Incomplete { needed: Some(20) }
+    );
+    assert_eq!(
+        p(b"set k 0 0 5\r\nhello\r"),
+        Parsed::Incomplete { needed: Some(20) }
+    );
+    assert!(matches!(
+        p(b"set k 0 0 5\r\nhello\r\n"),
+        Parsed::Request { consumed: 20, .. }
+    ));
 }
 
 #[test]
 fn too_large_boundary_matches_memcached_at_1m() {
-    let limits = Limits { item_size_max: 1 << 20, ..Limits::default() };
+    let limits = Limits {
+        item_size_max: 1 << 20,
+        ..Limits::default()
+    };
     let check = |line: &'static [u8]| parse(line, &limits);
     // Measured against memcached 1.6.18 -I 1m: key "k", flags 0.
-    assert_eq!(check(b"set k 0 0 1048516\r\n"), Parsed::Incomplete { needed: Some(19 + 1048518) });
+    assert_eq!(
+        check(b"set k 0 0 1048516\r\n"),
+        Parsed::Incomplete {
+            needed: Some(19 + 1048518)
+        }
+    );
     assert_eq!(
         check(b"set k 0 0 1048517\r\n"),
-        Parsed::TooLarge { command: StoreCommand::Set, key: b"k", noreply: false, consumed: 19, swallow: 1048519 }
+        Parsed::TooLarge {
+            command: StoreCommand::Set,
+            key: b"k",
+            noreply: false,
+            consumed: 19,
+            swallow: 1048519
+        }
     );
     // Non-zero flags cost 4 bytes.
-    assert!(matches!(check(b"set k 1 0 1048512\r\n"), Parsed::Incomplete { .. }));
-    assert!(matches!(check(b"set k 1 0 1048513\r\n"), Parsed::TooLarge { .. }));
+    assert!(matches!(
+        check(b"set k 1 0 1048512\r\n"),
+        Parsed::Incomplete { .. }
+    ));
+    assert!(matches!(
+        check(b"set k 1 0 1048513\r\n"),
+        Parsed::TooLarge { .. }
+    ));
     // Flags that truncate to zero cost nothing.
-    assert!(matches!(check(b"set k 4294967296 0 1048516\r\n"), Parsed::Incomplete { .. }));
+    assert!(matches!(
+        check(b"set k 4294967296 0 1048516\r\n"),
+        Parsed::Incomplete { .. }
+    ));
     // Each key byte counts.
-    assert!(matches!(check(b"set kk 0 0 1048515\r\n"), Parsed::Incomplete { .. }));
-    assert!(matches!(check(b"set kk 0 0 1048516\r\n"), Parsed::TooLarge { .. }));
+    assert!(matches!(
+        check(b"set kk 0 0 1048515\r\n"),
+        Parsed::Incomplete { .. }
+    ));
+    assert!(matches!(
+        check(b"set kk 0 0 1048516\r\n"),
+        Parsed::TooLarge { .. }
+    ));
     assert_eq!(
         check(b"add kk 0 0 1048516 noreply\r\n"),
-        Parsed::TooLarge { command: StoreCommand::Add, key: b"kk", noreply: true, consumed: 28, swallow: 1048518 }
+        Parsed::TooLarge {
+            command: StoreCommand::Add,
+            key: b"kk",
+            noreply: true,
+            consumed: 28,
+            swallow: 1048518
+        }
     );
     assert!(matches!(
         check(b"cas kk 0 0 1048516 9\r\n"),
-        Parsed::TooLarge { command: StoreCommand::Cas(9), .. }
+        Parsed::TooLarge {
+            command: StoreCommand::Cas(9),
+            ..
+        }
     ));
 }
 
 #[test]
 fn delete_variants() {
-    assert_eq!(req(b"delete k\r\n"), Request::Delete { key: b"k", noreply: false });
-    assert_eq!(req(b"delete k 0\r\n"), Request::Delete { key: b"k", noreply: false });
-    assert_eq!(req(b"delete k noreply\r\n"), Request::Delete { key: b"k", noreply: true });
-    assert_eq!(req(b"delete k 0 noreply\r\n"), Request::Delete { key: b"k", noreply: true });
+    assert_eq!(
+        req(b"delete k\r\n"),
+        Request::Delete {
+            key: b"k",
+            noreply: false
+        }
+    );
+    assert_eq!(
+        req(b"delete k 0\r\n"),
+        Request::Delete {
+            key: b"k",
+            noreply: false
+        }
+    );
+    assert_eq!(
+        req(b"delete k noreply\r\n"),
+        Request::Delete {
+            key: b"k",
+            noreply: true
+        }
+    );
+    assert_eq!(
+        req(b"delete k 0 noreply\r\n"),
+        Request::Delete {
+            key: b"k",
+            noreply: true
+        }
+    );
     assert_eq!(err(b"delete k 1\r\n"), DELETE_USAGE);
     assert_eq!(err(b"delete k noreply 0\r\n"), DELETE_USAGE);
     assert_eq!(err(b"delete k 0 0\r\n"), DELETE_USAGE);
@@ -277,14 +463,43 @@ fn delete_variants() {
 
 #[test]
 fn incr_decr() {
-    assert_eq!(req(b"incr k 5\r\n"), Request::Arith { key: b"k", incr: true, delta: 5, noreply: false });
-    assert_eq!(req(b"decr k 5 noreply\r\n"), Request::Arith { key: b"k", incr: false, delta: 5, noreply: true });
+    assert_eq!(
+        req(b"incr k 5\r\n"),
+        Request::Arith {
+            key: b"k",
+            incr: true,
+            delta: 5,
+            noreply: false
+        }
+    );
+    assert_eq!(
+        req(b"decr k 5 noreply\r\n"),
+        Request::Arith {
+            key: b"k",
+            incr: false,
+            delta: 5,
+            noreply: true
+        }
+    );
     assert_eq!(
         req(b"incr k 18446744073709551615\r\n"),
-        Request::Arith { key: b"k", incr: true, delta: u64::MAX, noreply: false }
+        Request::Arith {
+            key: b"k",
+            incr: true,
+            delta: u64::MAX,
+            noreply: false
+        }
     );
     // A fourth token that is not noreply is ignored.
-    assert_eq!(req(b"incr k 1 x\r\n"), Request::Arith { key: b"k", incr: true, delta: 1, noreply: false });
+    assert_eq!(
+        req(b"incr k 1 x\r\n"),
+        Request::Arith {
+            key: b"k",
+            incr: true,
+            delta: 1,
+            noreply: false
+        }
+    );
     assert_eq!(err(b"incr k x\r\n"), INVALID_DELTA);
     assert_eq!(err(b"incr k -1\r\n"), INVALID_DELTA);
     assert_eq!(err(b"incr k 18446744073709551616\r\n"), INVALID_DELTA);
@@ -295,8 +510,22 @@ fn incr_decr() {
 
 #[test]
 fn touch() {
-    assert_eq!(req(b"touch k 10\r\n"), Request::Touch { key: b"k", exptime: 10, noreply: false });
-    assert_eq!(req(b"touch k -1 noreply\r\n"), Request::Touch { key: b"k", exptime: -1, noreply: true });
+    assert_eq!(
+        req(b"touch k 10\r\n"),
+        Request::Touch {
+            key: b"k",
+            exptime: 10,
+            noreply: false
+        }
+    );
+    assert_eq!(
+        req(b"touch k -1 noreply\r\n"),
+        Request::Touch {
+            key: b"k",
+            exptime: -1,
+            noreply: true
+        }
+    );
     assert_eq!(err(b"touch k x\r\n"), INVALID_EXPTIME);
     silent(b"touch k x noreply\r\n");
     assert_eq!(err(b"touch k\r\n"), ERROR);
@@ -304,12 +533,48 @@ fn touch() {
 
 #[test]
 fn flush_all() {
-    assert_eq!(req(b"flush_all\r\n"), Request::FlushAll { delay: 0, noreply: false });
-    assert_eq!(req(b"flush_all noreply\r\n"), Request::FlushAll { delay: 0, noreply: true });
-    assert_eq!(req(b"flush_all 10\r\n"), Request::FlushAll { delay: 10, noreply: false });
-    assert_eq!(req(b"flush_all 10 noreply\r\n"), Request::FlushAll { delay: 10, noreply: true });
-    assert_eq!(req(b"flush_all -1\r\n"), Request::FlushAll { delay: -1, noreply: false });
-    assert_eq!(req(b"flush_all 1 x\r\n"), Request::FlushAll { delay: 1, noreply: false });
+    assert_eq!(
+        req(b"flush_all\r\n"),
+        Request::FlushAll {
+            delay: 0,
+            noreply: false
+        }
+    );
+    assert_eq!(
+        req(b"flush_all noreply\r\n"),
+        Request::FlushAll {
+            delay: 0,
+            noreply: true
+        }
+    );
+    assert_eq!(
+        req(b"flush_all 10\r\n"),
+        Request::FlushAll {
+            delay: 10,
+            noreply: false
+        }
+    );
+    assert_eq!(
+        req(b"flush_all 10 noreply\r\n"),
+        Request::FlushAll {
+            delay: 10,
+            noreply: true
+        }
+    );
+    assert_eq!(
+        req(b"flush_all -1\r\n"),
+        Request::FlushAll {
+            delay: -1,
+            noreply: false
+        }
+    );
+    assert_eq!(
+        req(b"flush_all 1 x\r\n"),
+        Request::FlushAll {
+            delay: 1,
+            noreply: false
+        }
+    );
     assert_eq!(err(b"flush_all x\r\n"), INVALID_EXPTIME);
     assert_eq!(err(b"flush_all noreply 1\r\n"), INVALID_EXPTIME);
     silent(b"flush_all x noreply\r\n");
@@ -318,9 +583,27 @@ fn flush_all() {
 
 #[test]
 fn verbosity() {
-    assert_eq!(req(b"verbosity 1\r\n"), Request::Verbosity { level: 1, noreply: false });
-    assert_eq!(req(b"verbosity 1 noreply\r\n"), Request::Verbosity { level: 1, noreply: true });
-    assert_eq!(req(b"verbosity 1 2\r\n"), Request::Verbosity { level: 1, noreply: false });
+    assert_eq!(
+        req(b"verbosity 1\r\n"),
+        Request::Verbosity {
+            level: 1,
+            noreply: false
+        }
+    );
+    assert_eq!(
+        req(b"verbosity 1 noreply\r\n"),
+        Request::Verbosity {
+            level: 1,
+            noreply: true
+        }
+    );
+    assert_eq!(
+        req(b"verbosity 1 2\r\n"),
+        Request::Verbosity {
+            level: 1,
+            noreply: false
+        }
+    );
     assert_eq!(err(b"verbosity\r\n"), ERROR);
     assert_eq!(err(b"verbosity x\r\n"), BAD_FORMAT);
     assert_eq!(err(b"verbosity 1 2 3\r\n"), ERROR);
@@ -335,18 +618,41 @@ fn simple_commands() {
     assert_eq!(req(b"quit now\r\n"), Request::Quit);
     assert_eq!(req(b"stats\r\n"), Request::Stats { args: b"" });
     assert_eq!(req(b"stats \r\n"), Request::Stats { args: b"" });
-    assert_eq!(req(b"stats  detail  dump \r\n"), Request::Stats { args: b"detail  dump" });
+    assert_eq!(
+        req(b"stats  detail  dump \r\n"),
+        Request::Stats {
+            args: b"detail  dump"
+        }
+    );
     assert_eq!(req(b"shutdown\r\n"), Request::Shutdown { graceful: false });
-    assert_eq!(req(b"shutdown graceful\r\n"), Request::Shutdown { graceful: true });
+    assert_eq!(
+        req(b"shutdown graceful\r\n"),
+        Request::Shutdown { graceful: true }
+    );
     assert_eq!(err(b"shutdown foo\r\n"), INVALID_SHUTDOWN);
     assert_eq!(err(b"shutdown graceful x\r\n"), INVALID_SHUTDOWN);
-    assert_eq!(req(b"cache_memlimit 100\r\n"), Request::CacheMemlimit { megabytes: 100, noreply: false });
-    assert_eq!(req(b"cache_memlimit 100 noreply\r\n"), Request::CacheMemlimit { megabytes: 100, noreply: true });
+    assert_eq!(
+        req(b"cache_memlimit 100\r\n"),
+        Request::CacheMemlimit {
+            megabytes: 100,
+            noreply: false
+        }
+    );
+    assert_eq!(
+        req(b"cache_memlimit 100 noreply\r\n"),
+        Request::CacheMemlimit {
+            megabytes: 100,
+            noreply: true
+        }
+    );
     assert_eq!(err(b"cache_memlimit x\r\n"), ERROR);
     assert_eq!(err(b"cache_memlimit\r\n"), ERROR);
     silent(b"cache_memlimit x noreply\r\n");
     assert_eq!(req(b"debugtime 10\r\n"), Request::DebugTime { offset: 10 });
-    assert_eq!(req(b"debugtime -10\r\n"), Request::DebugTime { offset: -10 });
+    assert_eq!(
+        req(b"debugtime -10\r\n"),
+        Request::DebugTime { offset: -10 }
+    );
     assert_eq!(err(b"debugtime x\r\n"), ERROR);
     assert_eq!(err(b"debugtime\r\n"), ERROR);
 }
@@ -357,11 +663,17 @@ fn admin_commands() {
         Request::Admin { command, args } => (command, args),
         other => panic!("{other:?}"),
     };
-    assert_eq!(admin(b"slabs reassign 1 2\r\n"), (AdminCommand::Slabs, &b"reassign 1 2"[..]));
+    assert_eq!(
+        admin(b"slabs reassign 1 2\r\n"),
+        (AdminCommand::Slabs, &b"reassign 1 2"[..])
+    );
     assert_eq!(admin(b"slabs\r\n"), (AdminCommand::Slabs, &b""[..]));
     assert_eq!(admin(b"lru tune 1 2 3 4\r\n").0, AdminCommand::Lru);
     assert_eq!(err(b"lru\r\n"), ERROR);
-    assert_eq!(admin(b"lru_crawler metadump all\r\n"), (AdminCommand::LruCrawler, &b"metadump all"[..]));
+    assert_eq!(
+        admin(b"lru_crawler metadump all\r\n"),
+        (AdminCommand::LruCrawler, &b"metadump all"[..])
+    );
     assert_eq!(admin(b"watch\r\n").0, AdminCommand::Watch);
     assert_eq!(admin(b"extstore item_age 5\r\n").0, AdminCommand::Extstore);
     assert_eq!(err(b"extstore\r\n"), ERROR);
@@ -380,7 +692,10 @@ fn unknown_commands_and_http() {
     assert_eq!(err(b"misbehave\r\n"), ERROR);
     assert_eq!(err(b"mg k v\r\n"), ERROR); // meta: not yet
     assert_eq!(p(b"GET / HTTP/1.0\r\n"), Parsed::Close);
-    assert_eq!(p(b"PUT /asdf/asd/fasdfasdf/sadf HTTP/1.1\r\n"), Parsed::Close);
+    assert_eq!(
+        p(b"PUT /asdf/asd/fasdfasdf/sadf HTTP/1.1\r\n"),
+        Parsed::Close
+    );
     assert_eq!(p(b"DELETE HTTP/1.1\r\n"), Parsed::Close);
     // Dispatch letters answer ERROR before any HTTP check.
     assert_eq!(err(b"gx / HTTP/1.1\r\n"), ERROR);
@@ -437,7 +752,10 @@ fn long_lines() {
     let spaced = [&[b' '; 101][..], &get].concat();
     assert_eq!(parse(&spaced, &limits), Parsed::Close);
     // The multiget bound.
-    let small = Limits { max_get_line: 3000, ..limits };
+    let small = Limits {
+        max_get_line: 3000,
+        ..limits
+    };
     assert_eq!(parse(&get, &small), Parsed::Close);
     // Completed, the long get parses.
     get.extend_from_slice(b"\r\n");
@@ -486,7 +804,9 @@ fn every_split_point_is_incomplete_until_complete() {
     for &full in samples {
         // The first request may end before the sample does (bad data chunk).
         let used = match p(full) {
-            Parsed::Request { consumed, .. } | Parsed::Error { consumed, .. } | Parsed::Silent { consumed, .. } => consumed,
+            Parsed::Request { consumed, .. }
+            | Parsed::Error { consumed, .. }
+            | Parsed::Silent { consumed, .. } => consumed,
             other => panic!("{full:?}: {other:?}"),
         };
         for cut in 0..used {
@@ -496,7 +816,10 @@ fn every_split_point_is_incomplete_until_complete() {
                         assert!(n > cut && n == used, "{full:?} at {cut}: {n}");
                     }
                 }
-                other => panic!("{:?} cut at {cut}: {other:?}", String::from_utf8_lossy(full)),
+                other => panic!(
+                    "{:?} cut at {cut}: {other:?}",
+                    String::from_utf8_lossy(full)
+                ),
             }
         }
     }
@@ -578,7 +901,7 @@ fn mutate(rng: &mut Rng, input: &mut Vec<u8>) {
             // Keys around the 250-byte limit.
             5 if rng.below(4) == 0 => {
                 let run = 240 + rng.below(20);
-                input.splice(pos..pos, std::iter::repeat(b'k').take(run));
+                input.splice(pos..pos, vec![b'k'; run]);
             }
             _ if pos < input.len() => input[pos] = rng.next() as u8,
             _ => {}
@@ -590,14 +913,25 @@ fn mutate(rng: &mut Rng, input: &mut Vec<u8>) {
 fn random_and_mutated_inputs_keep_the_invariants() {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     // Small limits so the overlong-line paths are reached too.
-    let limits = [Limits::default(), Limits { item_size_max: 100, max_line: 40, max_get_line: 80 }];
+    let limits = [
+        Limits::default(),
+        Limits {
+            item_size_max: 100,
+            max_line: 40,
+            max_get_line: 80,
+        },
+    ];
     let mut results = 0;
     for round in 0..60_000 {
         let mut input = Vec::new();
         if round % 10 == 0 {
             // Pure noise, biased toward parser-relevant bytes.
             for _ in 0..rng.below(120) {
-                input.push(if rng.below(2) == 0 { INTERESTING[rng.below(INTERESTING.len())] } else { rng.next() as u8 });
+                input.push(if rng.below(2) == 0 {
+                    INTERESTING[rng.below(INTERESTING.len())]
+                } else {
+                    rng.next() as u8
+                });
             }
         } else {
             for _ in 0..=rng.below(3) {

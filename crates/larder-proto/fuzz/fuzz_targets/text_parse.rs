@@ -18,7 +18,11 @@ fuzz_target!(|data: &[u8]| {
     let limits = if pick & 1 == 0 {
         Limits::default()
     } else {
-        Limits { item_size_max: 64 + usize::from(pick >> 1), max_line: 48, max_get_line: 96 }
+        Limits {
+            item_size_max: 64 + usize::from(pick >> 1),
+            max_line: 48,
+            max_get_line: 96,
+        }
     };
     check_stream(input, &limits);
 });
