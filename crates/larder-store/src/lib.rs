@@ -342,15 +342,26 @@ impl Store {
     /// (`at <= now`: at once).
     pub fn flush_all(&self, now: Time, at: Time) {
         let _serial = self.flush_lock.lock().unwrap_or_else(|e| e.into_inner());
-        let seq = (self.flush.load(Ordering::Acquire) >> 32).wrapping_add(1) & 0xffff_ffff;
+        let cur = self.flush.load(Ordering::Acquire);
+        if now >= cur as u32 {
+            // The previous flush is due: shards that have not applied it yet
+            // must, before the new word replaces it.
+            self.apply_flush_everywhere(cur, now);
+        }
+        let seq = (cur >> 32).wrapping_add(1) & 0xffff_ffff;
         let due = if at <= now { 0 } else { at };
-        self.flush.store(seq << 32 | due as u64, Ordering::Release);
+        let word = seq << 32 | due as u64;
+        self.flush.store(word, Ordering::Release);
         if due == 0 {
             // Apply now so the memory is reclaimable at once.
-            for s in self.shards.iter() {
-                let mut g = s.0.lock().unwrap_or_else(|e| e.into_inner());
-                g.apply_flush(self.flush.load(Ordering::Acquire), now, &self.pool);
-            }
+            self.apply_flush_everywhere(word, now);
+        }
+    }
+
+    fn apply_flush_everywhere(&self, word: u64, now: Time) {
+        for s in self.shards.iter() {
+            let mut g = s.0.lock().unwrap_or_else(|e| e.into_inner());
+            g.apply_flush(word, now, &self.pool);
         }
     }
 
