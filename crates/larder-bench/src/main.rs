@@ -40,7 +40,7 @@ knobs (run): --connections N --threads N --depth N --warmup S --duration S
   --key-space N --key-size N --keys uniform|zipf:S --values N|MIN-MAX|etc[:MAX]
   --mix get=90,set=10 (get mget set delete incr mg ms) --multiget K
   --rate OPS (open loop) --max-inflight N --verify-every N --preload true|false --seed N
-  --busy-poll true|false
+  --busy-poll true|false --quantum-us US (open loop: send in bursts at most every US)
   --memory-mb N (memory and trace scenarios: the server's -m) --trace-requests N --gen-cpu CPUS
 ";
 

@@ -40,6 +40,8 @@ pub struct Knobs {
     pub preload: bool,
     pub seed: u64,
     pub busy_poll: bool,
+    /// Open loop: send in bursts at most every `quantum_us` (0 = per request).
+    pub quantum_us: f64,
 }
 
 impl Default for Knobs {
@@ -63,6 +65,7 @@ impl Default for Knobs {
             preload: true,
             seed: 1,
             busy_poll: false,
+            quantum_us: 0.0,
         }
     }
 }
@@ -104,6 +107,7 @@ impl Knobs {
         if let Some(v) = a.parse_num::<f64>("rate")? {
             self.rate = Some(v);
         }
+        num!("quantum-us", self.quantum_us);
         if let Some(v) = a.str("busy-poll") {
             self.busy_poll = matches!(v.as_str(), "1" | "true" | "yes");
         }
@@ -123,7 +127,7 @@ impl Knobs {
             s += &format!(" --multiget {}", self.multiget);
         }
         if let Some(r) = self.rate {
-            s += &format!(" --rate {r:.0} --max-inflight {}", self.max_inflight);
+            s += &format!(" --rate {r:.0} --max-inflight {} --quantum-us {}", self.max_inflight, self.quantum_us);
         }
         s
     }
@@ -273,6 +277,7 @@ pub fn preload(addr: SocketAddr, k: &Knobs) -> Result<(), String> {
             drain: Duration::from_secs(10),
             seed: k.seed,
             busy_poll: false,
+            quantum_ns: 0,
         };
         let st = driver::run(&cfg, Arc::new(w))?;
         let s = st.summary();
@@ -304,6 +309,7 @@ pub fn run_load(addr: SocketAddr, pid: Option<u32>, k: &Knobs) -> Result<Outcome
         drain: Duration::from_secs(2),
         seed: k.seed,
         busy_poll: k.busy_poll,
+        quantum_ns: (k.quantum_us * 1000.0) as u64,
     };
     // Measure CPU over the measurement window only.
     let (warmup, duration) = (cfg.warmup, cfg.duration);
@@ -338,6 +344,7 @@ pub fn run_memory(addr: SocketAddr, pid: Option<u32>, k: &Knobs, memory_mb: usiz
         drain: Duration::from_secs(10),
         seed: k.seed,
         busy_poll: false,
+        quantum_ns: 0,
     };
     let written = driver::run(&cfg(k.depth), Arc::new(fill))?.summary();
     let rss_after_fill = pid.and_then(server::rss_bytes).map(|b| b as f64).unwrap_or(f64::NAN);
@@ -376,6 +383,15 @@ pub fn run_trace(addr: SocketAddr, t: &trace::Trace, value_size: usize, max_requ
         seconds: r.seconds,
         ops_per_sec: r.requests as f64 / r.seconds,
         verified: r.hits,
+        // no per-request latency in a replay
+        p50_us: f64::NAN,
+        p90_us: f64::NAN,
+        p99_us: f64::NAN,
+        p999_us: f64::NAN,
+        max_us: f64::NAN,
+        mean_us: f64::NAN,
+        send_lag_p99_us: f64::NAN,
+        send_lag_max_us: f64::NAN,
         ..Summary::default()
     };
     let metrics = vec![

@@ -33,6 +33,10 @@ pub struct Stats {
     pub timeouts: u64,
     /// Latency of each request in ns, from its intended send time to its complete reply.
     pub latency: Histogram<u64>,
+    /// Open loop: how late each request was written, after its intended send time (ns). A
+    /// generator that keeps up has a small lag; a large lag means the generator, not the
+    /// server, delayed the requests (their latency still counts from the intended time).
+    pub send_lag: Histogram<u64>,
     /// Length of the measurement window in seconds.
     pub seconds: f64,
 }
@@ -53,6 +57,7 @@ impl Stats {
             corrupt: 0,
             timeouts: 0,
             latency: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("histogram bounds"),
+            send_lag: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("histogram bounds"),
             seconds: 0.0,
         }
     }
@@ -71,6 +76,7 @@ impl Stats {
         self.corrupt += o.corrupt;
         self.timeouts += o.timeouts;
         self.latency.add(&o.latency).expect("same histogram bounds");
+        self.send_lag.add(&o.send_lag).expect("same histogram bounds");
         self.seconds = self.seconds.max(o.seconds);
     }
 
@@ -92,6 +98,8 @@ impl Stats {
             p999_us: q(0.999),
             max_us: self.latency.max() as f64 / 1000.0,
             mean_us: self.latency.mean() / 1000.0,
+            send_lag_p99_us: if self.send_lag.is_empty() { f64::NAN } else { self.send_lag.value_at_quantile(0.99) as f64 / 1000.0 },
+            send_lag_max_us: if self.send_lag.is_empty() { f64::NAN } else { self.send_lag.max() as f64 / 1000.0 },
             ops: self.ops,
             keys: self.keys,
             hits: self.hits,
@@ -123,6 +131,9 @@ pub struct Summary {
     pub p999_us: f64,
     pub max_us: f64,
     pub mean_us: f64,
+    /// Open loop only: p99 and max of how late requests were written (generator lag).
+    pub send_lag_p99_us: f64,
+    pub send_lag_max_us: f64,
     pub ops: u64,
     pub keys: u64,
     pub hits: u64,
@@ -147,6 +158,8 @@ impl Summary {
             .num("p999_us", self.p999_us)
             .num("max_us", self.max_us)
             .num("mean_us", (self.mean_us * 10.0).round() / 10.0)
+            .num("send_lag_p99_us", self.send_lag_p99_us)
+            .num("send_lag_max_us", self.send_lag_max_us)
             .int("ops", self.ops)
             .int("keys", self.keys)
             .int("hits", self.hits)
@@ -162,7 +175,7 @@ impl Summary {
         format!(
             "ops/s {:.0}  keys/s {:.0}  hit ratio {:.4}  latency us p50 {:.1} p90 {:.1} p99 {:.1} p99.9 {:.1} max {:.1}  errors {}  corrupt {}/{} verified  ({} ops in {:.2} s)",
             self.ops_per_sec, self.keys_per_sec, self.hit_ratio, self.p50_us, self.p90_us, self.p99_us, self.p999_us, self.max_us, self.errors, self.corrupt, self.verified, self.ops, self.seconds
-        )
+        ) + &if self.send_lag_p99_us.is_finite() { format!("  send lag us p99 {:.1} max {:.1}", self.send_lag_p99_us, self.send_lag_max_us) } else { String::new() }
     }
 }
 
