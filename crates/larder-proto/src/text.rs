@@ -275,6 +275,9 @@ const ITEM_CAS: usize = 8;
 ///
 /// With `-I 1m` and key `k`, flags 0: a 1048516-byte value is stored and a
 /// 1048517-byte one is too large (checked against memcached 1.6.18).
+/// memcached applies the same rule to the combined value of an `append` or
+/// `prepend` (with the existing item's flags) and answers `NOT_STORED` when
+/// it fails: that check is the server's.
 pub fn item_size(key_len: usize, flags: u32, value_len: usize) -> usize {
     let flags_len = if flags == 0 { 0 } else { 4 };
     ITEM_HEADER + ITEM_CAS + key_len + 1 + flags_len + value_len + 2
