@@ -20,6 +20,7 @@ fn rows(r: &ScenarioResult) -> Vec<(&'static str, &'static str)> {
             ("p99_us", "p99 latency (us)"),
             ("p999_us", "p99.9 latency (us)"),
             ("max_us", "max latency (us)"),
+            ("send_lag_p99_us", "generator send lag p99 (us; should be small)"),
             ("server_cpu_pct", "server CPU (% of a core)"),
             ("gen_cpu_pct", "generator CPU (% of a core)"),
             ("other_cpu_pct", "other processes' CPU meanwhile (% of a core; noise)"),
@@ -64,6 +65,17 @@ fn rows(r: &ScenarioResult) -> Vec<(&'static str, &'static str)> {
             ("errors", "errors"),
             ("corrupt", "corrupt values"),
         ],
+    }
+}
+
+/// The one figure a scenario is summarised by.
+fn headline(r: &ScenarioResult) -> (&'static str, &'static str) {
+    match r.scenario.kind {
+        Kind::Load if r.scenario.knobs.rate.is_some() => ("p999_us", "p99.9 latency (us)"),
+        Kind::Load if r.scenario.knobs.mix.contains("mget") => ("keys_per_sec", "keys/s"),
+        Kind::Load => ("ops_per_sec", "requests/s"),
+        Kind::Memory { .. } => ("utilization", "utilization"),
+        Kind::Trace { .. } => ("hit_ratio", "hit ratio"),
     }
 }
 
@@ -126,6 +138,28 @@ pub fn markdown(cfg: &CompareConfig, results: &[ScenarioResult], argv: &str, sta
     if !has_larder {
         let _ = writeln!(s, "\nlarder was not part of this run (no binary given or found): its column reads n/a.");
     }
+    let _ = writeln!(s, "\n## Summary\n");
+    let _ = writeln!(s, "Medians over the rounds. Ratios are larder ÷ memcached: above 1 is better for throughput, utilization and hit ratio; below 1 is better for latency.\n");
+    let _ = writeln!(s, "| scenario | figure | memcached | larder | larder / memcached | p99 (us) memcached | p99 (us) larder | p99 ratio | memcached's CPU (%) | generator's CPU against memcached (%) |");
+    let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for r in results {
+        let (metric, label) = headline(r);
+        let (m, l) = (r.median("memcached", metric), r.median("larder", metric));
+        let (pm, pl) = if matches!(r.scenario.kind, Kind::Load) { (r.median("memcached", "p99_us"), r.median("larder", "p99_us")) } else { (f64::NAN, f64::NAN) };
+        let _ = writeln!(
+            s,
+            "| `{}` | {label} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.scenario.name,
+            fmt_num(m),
+            fmt_num(l),
+            ratio(l, m),
+            fmt_num(pm),
+            fmt_num(pl),
+            ratio(pl, pm),
+            fmt_num(r.median("memcached", "server_cpu_pct")),
+            fmt_num(r.median("memcached", "gen_cpu_pct"))
+        );
+    }
     let _ = writeln!(s, "\n## Method\n");
     let _ = writeln!(s, "{}", METHOD.replace("{ETC}", &format!("generalized Pareto with location θ = {ETC_LOCATION}, scale σ = {ETC_SCALE}, shape k = {ETC_SHAPE}")));
     if let Some(chart) = &cfg.chart {
@@ -182,7 +216,7 @@ Timed loads verify one value in 8; memory and trace scenarios verify every value
 - **Memory efficiency** (7): a fresh server with `-m 256` gets distinct 24-byte keys with uniformly distributed value sizes until 3× the limit has been written \
 (count = 3 × limit ÷ (24 + mean value size)); then *every* key is read back with 100-key multi-gets: items retained is the number of keys that came back with a correct value, \
 utilization is their key + value bytes ÷ the `-m` bytes. `curr_items` from `stats` is shown for reference only. VmRSS is read from `/proc/<pid>/status` after the read-back.
-- **Hit ratio on traces** (8): the cache2k traces in `shared/traces` (keys only) are replayed as a look-aside cache: `get`; on a miss, `set`. Every key gets a fixed 4000-byte value; \
+- **Hit ratio on traces** (8): the cache2k traces in `shared/traces` (keys only) are replayed as a look-aside cache: `get`; on a miss, `set`. Keys are 16 bytes and every key gets a fixed 4000-byte value; \
 the working set is distinct keys × 4000 bytes and `-m` is the working set ÷ 4 and ÷ 10 in whole MiB (at least 2). Replay is batched: up to 100 consecutive requests with distinct keys are sent as pipelined gets, then the batch's misses are set in order.
 - **Servers** are started fresh for every scenario, round and server, with identical flags (`-t`, `-m`, `-c 1024`, `-U 0`, `-l 127.0.0.1`), and stopped after it.
 ";

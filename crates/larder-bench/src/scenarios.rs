@@ -192,6 +192,7 @@ impl Outcome {
             "p99_us" => Some(self.summary.p99_us),
             "p999_us" => Some(self.summary.p999_us),
             "max_us" => Some(self.summary.max_us),
+            "send_lag_p99_us" => Some(self.summary.send_lag_p99_us),
             "errors" => Some(self.summary.errors as f64),
             "corrupt" => Some(self.summary.corrupt as f64),
             "server_cpu_pct" => Some(self.server_cpu),
