@@ -5,8 +5,8 @@
 //!
 //! * bits 48..64: the 16-bit index tag,
 //! * bits 40..46: the shard,
-//! * the low bits: the first candidate bucket; a multiplicative remix of the
-//!   whole hash: the second candidate bucket.
+//! * the low bits: the first candidate bucket; the second is derived from
+//!   the first and the tag ([`alt_bucket`]).
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
@@ -34,11 +34,17 @@ pub fn shard(h: u64, nshards: usize) -> usize {
     ((h >> 40) as usize) & (nshards - 1)
 }
 
-/// The two candidate buckets of a hash in a table of `mask + 1` buckets.
-pub fn buckets(h: u64, mask: usize) -> (usize, usize) {
-    let b1 = (h as usize) & mask;
-    let b2 = (h.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29) as usize) & mask;
-    (b1, b2)
+/// The first candidate bucket of a hash in a table of `mask + 1` buckets.
+pub fn bucket(h: u64, mask: usize) -> usize {
+    (h as usize) & mask
+}
+
+/// The other candidate bucket of an entry in `bucket` with tag `tag`
+/// (partial-key cuckoo hashing: computable from the slot alone, and
+/// symmetric, so entries can be moved without reading their keys).
+pub fn alt_bucket(bucket: usize, tag: u16, mask: usize) -> usize {
+    let mix = ((tag as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize;
+    bucket ^ (mix & mask)
 }
 
 #[cfg(test)]
@@ -63,7 +69,9 @@ mod tests {
         for i in 0..16_000u32 {
             let x = h.hash(&i.to_le_bytes());
             shards[shard(x, 16)] += 1;
-            let (b1, b2) = buckets(x, 1023);
+            let b1 = bucket(x, 1023);
+            let b2 = alt_bucket(b1, tag(x), 1023);
+            assert_eq!(alt_bucket(b2, tag(x), 1023), b1);
             same += (b1 == b2) as usize;
         }
         assert!(shards.iter().all(|&n| n > 700 && n < 1300), "{shards:?}");

@@ -55,8 +55,9 @@
 //! # Index slot layout
 //!
 //! Each shard's index is a table of 64-byte buckets of eight 8-byte slots
-//! ([`index`](crate::index)); a key has two candidate buckets and is inserted
-//! into the emptier one. A slot (bit 63 most significant):
+//! ([`index`](crate::index)); a key has two candidate buckets (the second
+//! derived from the first and the tag, as in partial-key cuckoo hashing) and
+//! is inserted into the emptier one, moving entries aside when both are full. A slot (bit 63 most significant):
 //!
 //! ```text
 //! 63..48  tag: the hash's top 16 bits, compared before reading any key
@@ -66,7 +67,8 @@
 //! 3..0    saturating access counter (for frequency-aware eviction)
 //! ```
 //!
-//! The index grows by doubling at 7/8 load; its bytes are reserved from the
+//! The index grows by doubling at 31/32 load (or when an insert finds no
+//! room even after cuckoo moves); its bytes are reserved from the
 //! same budget as segments (it evicts segments of its shard to grow).
 //!
 //! # Expiry, flush, eviction
