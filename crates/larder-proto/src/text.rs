@@ -314,8 +314,9 @@ const MAX_LEADING_SPACES: usize = 100;
 ///   parsed as the next command.
 /// * Meta commands (`mg ms md ma mn me`) are not implemented yet: `ERROR`.
 pub fn parse<'a>(buf: &'a [u8], limits: &Limits) -> Parsed<'a> {
-    match Tokens::scan(buf) {
-        Some((tokens, consumed)) => command(&tokens, buf, consumed, limits),
+    let mut tokens = Tokens::new(buf);
+    match tokens.scan(buf) {
+        Some(consumed) => command(&tokens, buf, consumed, limits),
         None => no_newline(buf, limits),
     }
 }
@@ -336,13 +337,21 @@ fn no_newline<'a>(buf: &[u8], limits: &Limits) -> Parsed<'a> {
     Parsed::Incomplete { needed: None }
 }
 
-/// The first [`MAX_REAL_TOKENS`] space-separated tokens of a line, as byte
-/// ranges so that "the rest of the line after token i" stays available,
-/// plus what the get family needs to validate keys past the token cap.
+/// The tokens of a line as memcached counts them (at most
+/// [`MAX_REAL_TOKENS`]), kept as byte ranges so that "the rest of the line
+/// after token i" stays available, plus what the get family needs to
+/// validate keys past the token cap.
+///
+/// Only the first [`KEPT_TOKENS`] ranges are stored (no command reads further:
+/// the longest is `cas` with `noreply`, 7 tokens) and the last counted one,
+/// for the `noreply` and `HTTP/` checks: a small array to initialise on
+/// every call.
 struct Tokens<'a> {
     /// The command text: the line without its `\r\n`, cut at the first NUL.
     line: &'a [u8],
-    spans: [(usize, usize); MAX_REAL_TOKENS],
+    spans: [(usize, usize); KEPT_TOKENS],
+    /// The last counted token.
+    last: (usize, usize),
     /// Counted tokens (at most [`MAX_REAL_TOKENS`]).
     len: usize,
     /// Every token on the line, beyond the cap too.
@@ -352,59 +361,75 @@ struct Tokens<'a> {
     longest_tail: usize,
 }
 
+/// The bytes that end a token: a space, the line's `\n`, or a NUL (which
+/// ends the command text). A table keeps the per-byte loop to one load and
+/// one test.
+static ENDS_TOKEN: [bool; 256] = {
+    let mut t = [false; 256];
+    t[b' ' as usize] = true;
+    t[b'\n' as usize] = true;
+    t[0] = true;
+    t
+};
+
+/// How many token ranges [`Tokens`] stores.
+const KEPT_TOKENS: usize = 8;
+
 impl<'a> Tokens<'a> {
-    /// One pass over the front of `buf`: find the end of the first line,
-    /// splitting it into tokens on the way. `None` if there is no `\n` yet;
-    /// otherwise the tokens and the bytes the line occupies with its `\n`.
-    fn scan(buf: &'a [u8]) -> Option<(Self, usize)> {
-        let mut t = Tokens {
+    fn new(buf: &'a [u8]) -> Self {
+        Tokens {
             line: buf,
-            spans: [(0, 0); MAX_REAL_TOKENS],
+            spans: [(0, 0); KEPT_TOKENS],
+            last: (0, 0),
             len: 0,
             seen: 0,
             longest_tail: 0,
-        };
-        let mut open: Option<usize> = None;
-        // memcached tokenises a C string: a NUL ends the command text.
-        let mut nul_at: Option<usize> = None;
-        for (i, &b) in buf.iter().enumerate() {
-            match b {
-                b'\n' => {
+        }
+    }
+
+    /// One pass over the front of `buf`: find the end of the first line,
+    /// splitting it into tokens on the way. `None` if there is no `\n` yet;
+    /// otherwise the bytes the line occupies with its `\n`. (Filling `self`
+    /// in place rather than returning a new `Tokens` saves a copy per call.)
+    fn scan(&mut self, buf: &'a [u8]) -> Option<usize> {
+        let mut i = 0;
+        loop {
+            while i < buf.len() && buf[i] == b' ' {
+                i += 1;
+            }
+            let start = i;
+            while i < buf.len() && !ENDS_TOKEN[usize::from(buf[i])] {
+                i += 1;
+            }
+            match buf.get(i) {
+                None => return None,
+                Some(b' ') => self.push(start, i),
+                Some(b'\n') => {
                     // One `\r` before the `\n` is dropped, unless it is the
-                    // whole line (memcached's test is on the line length).
-                    let mut end = if i > 1 && buf[i - 1] == b'\r' {
+                    // whole line (memcached tests the line's length).
+                    let end = if i > 1 && buf[i - 1] == b'\r' {
                         i - 1
                     } else {
                         i
                     };
-                    if let Some(z) = nul_at {
-                        end = end.min(z);
+                    if start < end {
+                        self.push(start, end);
                     }
-                    if let Some(start) = open {
-                        if start < end {
-                            t.push(start, end);
-                        }
-                    }
-                    t.line = &buf[..end];
-                    return Some((t, i + 1));
+                    self.line = &buf[..end];
+                    return Some(i + 1);
                 }
-                _ if nul_at.is_some() => {}
-                b' ' | 0 => {
-                    if let Some(start) = open.take() {
-                        t.push(start, i);
+                Some(_) => {
+                    // memcached tokenises a C string: a NUL ends the command
+                    // text, though the line still runs to its `\n`.
+                    if start < i {
+                        self.push(start, i);
                     }
-                    if b == 0 {
-                        nul_at = Some(i);
-                    }
-                }
-                _ => {
-                    if open.is_none() {
-                        open = Some(i);
-                    }
+                    let newline = i + buf[i..].iter().position(|&b| b == b'\n')?;
+                    self.line = &buf[..i];
+                    return Some(newline + 1);
                 }
             }
         }
-        None
     }
 
     fn push(&mut self, start: usize, end: usize) {
@@ -412,20 +437,24 @@ impl<'a> Tokens<'a> {
             self.longest_tail = self.longest_tail.max(end - start);
         }
         if self.len < MAX_REAL_TOKENS {
-            self.spans[self.len] = (start, end);
+            if self.len < KEPT_TOKENS {
+                self.spans[self.len] = (start, end);
+            }
+            self.last = (start, end);
             self.len += 1;
         }
         self.seen += 1;
     }
 
-    /// Token `i`; callers check `len` first.
+    /// Token `i` (below [`KEPT_TOKENS`]); callers check `len` first.
     fn get(&self, i: usize) -> &'a [u8] {
         let (s, e) = self.spans[i];
         &self.line[s..e]
     }
 
     fn last(&self) -> &'a [u8] {
-        self.get(self.len - 1)
+        let (s, e) = self.last;
+        &self.line[s..e]
     }
 
     /// memcached's `set_noreply_maybe`: the last counted token is `noreply`.
