@@ -954,10 +954,16 @@ fn item_size_rule() {
 
 #[test]
 fn too_large_swallows_the_block_then_parsing_resumes() {
-    let limits = Limits { item_size_max: 100, ..Limits::default() };
+    let limits = Limits {
+        item_size_max: 100,
+        ..Limits::default()
+    };
     // Exactly at the limit: stored.
     let fits = [&b"set k 0 0 40\r\n"[..], &[b'a'; 40], b"\r\n"].concat();
-    assert!(matches!(parse(&fits, &limits), Parsed::Request { consumed: 56, .. }));
+    assert!(matches!(
+        parse(&fits, &limits),
+        Parsed::Request { consumed: 56, .. }
+    ));
     // One byte more: the block (even if it is already buffered) is swallowed.
     let buf = [&b"set k 0 0 41\r\n"[..], &[b'a'; 41], b"\r\nget k\r\n"].concat();
     assert_eq!(
@@ -971,15 +977,30 @@ fn too_large_swallows_the_block_then_parsing_resumes() {
         }
     );
     let after = &buf[14 + 43..];
-    assert!(matches!(parse(after, &limits), Parsed::Request { request: Request::Get { .. }, consumed: 7 }));
+    assert!(matches!(
+        parse(after, &limits),
+        Parsed::Request {
+            request: Request::Get { .. },
+            consumed: 7
+        }
+    ));
     // The verdict does not wait for the block.
-    assert!(matches!(parse(&buf[..14], &limits), Parsed::TooLarge { .. }));
+    assert!(matches!(
+        parse(&buf[..14], &limits),
+        Parsed::TooLarge { .. }
+    ));
 }
 
 #[test]
 fn silent_error_then_the_data_block_is_a_command() {
     // memcached: nothing for the bad set (noreply), then ERROR for "abc".
     let buf = b"set k x 0 1 noreply\r\nabc\r\n";
-    assert_eq!(p(buf), Parsed::Silent { consumed: 21, swallow: 0 });
+    assert_eq!(
+        p(buf),
+        Parsed::Silent {
+            consumed: 21,
+            swallow: 0
+        }
+    );
     assert_eq!(err(&buf[21..]), ERROR);
 }
