@@ -85,6 +85,8 @@ mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 rm -rf "$dir/t"
 cp -a "$src/t" "$dir/t"
+rm -rf "$dir/doc"
+[ -d "$src/doc" ] && cp -a "$src/doc" "$dir/doc"   # line-lengths.t reads doc/protocol.txt
 cp "$here/timedrun" "$here/run-test" "$dir/"
 chmod +x "$dir/timedrun" "$dir/run-test"
 {
