@@ -11,17 +11,30 @@
 //!
 //! [`Fifo`] approximates a global segment FIFO: every shard publishes the
 //! generation of its oldest segment, and shards are asked oldest first.
-//! Flushed segments are the oldest by construction, so they go first.
+//! Before any live data is evicted, every shard is asked for a segment that
+//! loses nothing (all items expired, or flushed); then the oldest segment of
+//! the shard with the oldest segment goes.
 
 use crate::shard::Shard;
 use crate::Time;
 
+/// What kind of victim is wanted.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Want {
+    /// Only a segment that loses nothing: all its items expired, or flushed.
+    Free,
+    /// Any segment, live data included (the policy's real choice).
+    Evict,
+    /// `-M`: a segment without live, unexpired, unflushed items, even if
+    /// finding out means walking it.
+    Reclaim,
+}
+
 pub(crate) trait EvictionPolicy: Send + Sync {
     /// Fills `out` with shard numbers to ask, most preferred first.
     fn shard_order(&self, me: usize, oldest: &[u64], out: &mut Vec<usize>);
-    /// A segment of `shard` to evict, never `protect`. With `allow_live`
-    /// false only a segment without live, unexpired, unflushed items.
-    fn pick(&self, shard: &Shard, protect: u32, now: Time, allow_live: bool) -> Option<u32>;
+    /// A segment of `shard` to evict, never `protect`.
+    fn pick(&self, shard: &Shard, protect: u32, now: Time, want: Want) -> Option<u32>;
 }
 
 pub(crate) struct Fifo;
@@ -41,9 +54,19 @@ impl EvictionPolicy for Fifo {
         out.retain(|&i| i == me || oldest[i] != u64::MAX);
     }
 
-    fn pick(&self, shard: &Shard, protect: u32, now: Time, allow_live: bool) -> Option<u32> {
+    fn pick(&self, shard: &Shard, protect: u32, now: Time, want: Want) -> Option<u32> {
+        // A segment whose items have all expired (or were flushed) costs
+        // nothing to reclaim, wherever it is in the queue (segments are few:
+        // a scan per segment's worth of writes is cheap).
+        let free = shard
+            .segs
+            .oldest_first()
+            .find(|&id| id != protect && (shard.segs.get(id).all_expired(now) || shard.is_flushed(id)));
+        if free.is_some() || want == Want::Free {
+            return free;
+        }
         let mut candidates = shard.segs.oldest_first().filter(|&id| id != protect);
-        if allow_live {
+        if want == Want::Evict {
             return candidates.next();
         }
         // Without eviction, only reclaim segments holding nothing live; look

@@ -91,11 +91,11 @@ mod pool;
 mod segment;
 mod shard;
 
-use evict::{EvictionPolicy, Fifo};
+use evict::{EvictionPolicy, Fifo, Want};
 use hash::KeyHasher;
 use index::{Index, Loc, MAX_SEGMENT_SIZE};
 use pool::Pool;
-use shard::{Found, Shard, Why};
+use shard::{Env, Found, Shard, Why};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -176,6 +176,10 @@ impl Store {
         })
     }
 
+    fn env(&self, now: Time) -> Env<'_> {
+        Env { pool: &self.pool, now, evict: self.evict, policy: &*self.policy }
+    }
+
     fn lock(&self, h: u64, now: Time) -> Locked<'_> {
         let n = hash::shard(h, self.shards.len());
         let mut g = self.shards[n].0.lock().unwrap_or_else(|e| e.into_inner());
@@ -205,10 +209,9 @@ impl Store {
         match l.g.lookup(h, key, now, &self.pool) {
             Found::Live(pos, loc) => {
                 l.g.index.bump(pos);
-                let bytes = l.g.item_bytes_mut(loc);
-                item::set_fetched(bytes);
+                item::set_fetched(l.g.item_bytes_mut(loc));
                 if let Some(e) = touch {
-                    item::set_exptime(bytes, e);
+                    l.g.set_exptime(loc, e);
                 }
                 Lookup::Hit(read(&l.g.item(loc)))
             }
@@ -228,6 +231,24 @@ impl Store {
         value: &[u8],
         now: Time,
     ) -> StoreResult {
+        self.store_if(mode, key, flags, exptime, value, now, None)
+    }
+
+    /// [`store`](Self::store), but when `cas` is given the write happens only
+    /// if the key holds a live item with that CAS (`Exists` otherwise,
+    /// `NotFound` if there is none). The binary and meta protocols allow a
+    /// CAS on every storage mode, append and prepend included.
+    #[allow(clippy::too_many_arguments)]
+    pub fn store_if(
+        &self,
+        mode: Mode,
+        key: &[u8],
+        flags: u32,
+        exptime: Time,
+        value: &[u8],
+        now: Time,
+        cas: Option<u64>,
+    ) -> StoreResult {
         let h = self.hasher.hash(key);
         let mut l = self.lock(h, now);
         let old = match l.g.lookup(h, key, now, &self.pool) {
@@ -243,6 +264,11 @@ impl Store {
                 l.g.unlink(pos, loc, Why::Deleted, &self.pool);
             }
             return StoreResult::TooLarge;
+        }
+        match (cas, old) {
+            (Some(_), None) => return StoreResult::NotFound,
+            (Some(c), Some((_, loc))) if l.g.cas(loc) != c => return StoreResult::Exists,
+            _ => {}
         }
         match (mode, old) {
             (Mode::Add, Some((pos, _))) => {
@@ -290,7 +316,9 @@ impl Store {
             }
             _ => l.g.item_bytes_mut(loc)[voff..].copy_from_slice(value),
         }
-        l.g.commit(h, loc, old_loc, true, &self.pool, now, self.evict);
+        if !l.g.commit(h, loc, old_loc, true, &self.env(now)) {
+            return StoreResult::OutOfMemory;
+        }
         StoreResult::Stored(l.g.cas(loc))
     }
 
@@ -336,7 +364,9 @@ impl Store {
         arith::write(&mut bytes[voff..], digits);
         // memcached rewrites in place (no new link, total_items unchanged)
         // unless the value grows.
-        l.g.commit(h, loc, Some(old), vlen != oh.vlen, &self.pool, now, self.evict);
+        if !l.g.commit(h, loc, Some(old), vlen != oh.vlen, &self.env(now)) {
+            return ArithResult::OutOfMemory;
+        }
         ArithResult::Value(n)
     }
 
@@ -463,29 +493,32 @@ impl Store {
         let own_only = !l.g.segs.has_free_id();
         self.policy.shard_order(l.n, &oldest, order);
         let flush = self.flush.load(Ordering::Acquire);
-        for &v in order.iter() {
-            if own_only && v != l.n {
-                continue;
-            }
-            let seg = if v == l.n {
-                match self.policy.pick(&l.g, protect, now, self.evict) {
-                    Some(id) => l.g.evict_segment(id, now),
-                    None => continue,
+        let second = if self.evict { Want::Evict } else { Want::Reclaim };
+        for want in [Want::Free, second] {
+            for &v in order.iter() {
+                if own_only && v != l.n {
+                    continue;
                 }
-            } else {
-                let Ok(mut g) = self.shards[v].0.try_lock() else { continue };
-                g.apply_flush(flush, now, &self.pool);
-                match self.policy.pick(&g, 0, now, self.evict) {
-                    Some(id) => g.evict_segment(id, now),
-                    None => continue,
+                let seg = if v == l.n {
+                    match self.policy.pick(&l.g, protect, now, want) {
+                        Some(id) => l.g.evict_segment(id, now),
+                        None => continue,
+                    }
+                } else {
+                    let Ok(mut g) = self.shards[v].0.try_lock() else { continue };
+                    g.apply_flush(flush, now, &self.pool);
+                    match self.policy.pick(&g, 0, now, want) {
+                        Some(id) => g.evict_segment(id, now),
+                        None => continue,
+                    }
+                };
+                if discard {
+                    self.pool.discard(seg.buf);
+                } else {
+                    self.pool.give_back(seg.buf, seg.large);
                 }
-            };
-            if discard {
-                self.pool.discard(seg.buf);
-            } else {
-                self.pool.give_back(seg.buf, seg.large);
+                return true;
             }
-            return true;
         }
         false
     }

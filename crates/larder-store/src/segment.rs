@@ -26,11 +26,30 @@ pub struct Segment {
     pub live_bytes: usize,
     pub live_items: u32,
     pub large: bool,
+    /// Latest exptime of any item written or touched here (`u32::MAX` once
+    /// one never expires): from then on everything in it is expired.
+    pub max_exp: u32,
 }
 
 impl Segment {
+    pub fn new(buf: Box<[u8]>, gen: u64, large: bool) -> Segment {
+        let write_off = if large { buf.len() } else { 0 };
+        Segment { buf, gen, write_off, live_bytes: 0, live_items: 0, large, max_exp: 0 }
+    }
+
     pub fn free_space(&self) -> usize {
         self.buf.len() - self.write_off
+    }
+
+    /// Records that an item here now expires at `exptime` (0 = never).
+    pub fn note_exptime(&mut self, exptime: u32) {
+        let e = if exptime == 0 { u32::MAX } else { exptime };
+        self.max_exp = self.max_exp.max(e);
+    }
+
+    /// Whether every item ever written here has expired by `now`.
+    pub fn all_expired(&self, now: u32) -> bool {
+        self.max_exp != u32::MAX && now >= self.max_exp
     }
 }
 
@@ -169,7 +188,7 @@ mod tests {
     use super::*;
 
     fn seg(gen: u64, large: bool) -> Segment {
-        Segment { buf: vec![0; 64].into_boxed_slice(), gen, write_off: 0, live_bytes: 0, live_items: 0, large }
+        Segment::new(vec![0; 64].into_boxed_slice(), gen, large)
     }
 
     #[test]
@@ -191,6 +210,18 @@ mod tests {
         t.remove(a);
         assert_eq!(t.oldest_gen(), 3);
         assert_eq!(t.count(), 2);
+    }
+
+    #[test]
+    fn max_exptime_tracking() {
+        let mut s = seg(1, false);
+        assert!(s.all_expired(0), "empty");
+        s.note_exptime(10);
+        s.note_exptime(5);
+        assert!(!s.all_expired(9));
+        assert!(s.all_expired(10));
+        s.note_exptime(0);
+        assert!(!s.all_expired(u32::MAX - 1));
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! difference. A segment whose last live item goes away is freed at once
 //! unless it is the open segment.
 
+use crate::evict::{EvictionPolicy, Want};
 use crate::hash::KeyHasher;
 use crate::index::{Index, Loc, Pos};
 use crate::item::{self, Header};
@@ -30,6 +31,16 @@ pub(crate) struct Counters {
     pub reclaimed: u64,
     pub expired_unfetched: u64,
     pub evicted_unfetched: u64,
+}
+
+/// What shard operations that may need memory get from the store.
+#[derive(Clone, Copy)]
+pub(crate) struct Env<'a> {
+    pub pool: &'a Pool,
+    pub now: Time,
+    /// false with `-M`: only reclaim what holds nothing live.
+    pub evict: bool,
+    pub policy: &'a dyn EvictionPolicy,
 }
 
 /// Outcome of looking a key up; dead hits have already been removed.
@@ -135,6 +146,12 @@ impl Shard {
         self.segs.bytes_mut(loc.seg, loc.off)
     }
 
+    /// touch/gat: patches the item's exptime (its CAS stays).
+    pub fn set_exptime(&mut self, loc: Loc, exptime: Time) {
+        item::set_exptime(self.segs.bytes_mut(loc.seg, loc.off), exptime);
+        self.segs.get_mut(loc.seg).note_exptime(exptime);
+    }
+
     /// Finds `key`; removes it if expired or flushed.
     pub fn lookup(&mut self, h: u64, key: &[u8], now: Time, pool: &Pool) -> Found {
         let found = self.index.find(h, |loc| self.key_at(loc) == key);
@@ -172,7 +189,8 @@ impl Shard {
         self.st.live_bytes -= size as u64;
         self.st.curr_items -= 1;
         match why {
-            Why::Expired => {
+            // memcached counts flushed items as reclaimed too (issue_183.t).
+            Why::Expired | Why::Flushed => {
                 self.st.reclaimed += 1;
                 self.st.expired_unfetched += !h.fetched as u64;
             }
@@ -180,12 +198,13 @@ impl Shard {
                 self.st.evictions += 1;
                 self.st.evicted_unfetched += !h.fetched as u64;
             }
-            Why::Replaced | Why::Deleted | Why::Flushed => {}
+            Why::Replaced | Why::Deleted => {}
         }
     }
 
-    fn account_live(&mut self, loc: Loc, size: usize, count_total: bool) {
+    fn account_live(&mut self, loc: Loc, size: usize, exptime: Time, count_total: bool) {
         let seg = self.segs.get_mut(loc.seg);
+        seg.note_exptime(exptime);
         seg.live_bytes += size;
         seg.live_items += 1;
         self.st.live_bytes += size as u64;
@@ -237,9 +256,9 @@ impl Shard {
     /// one is filled by exactly one item of its size, at offset 0.
     pub fn install(&mut self, buf: Box<[u8]>, gen: u64, large: bool, pool: &Pool) -> Loc {
         self.max_gen = self.max_gen.max(gen);
-        let write_off = if large { buf.len() } else { 0 };
-        let id = self.segs.install(Segment { buf, gen, write_off, live_bytes: 0, live_items: 0, large });
-        self.st.written_bytes += write_off as u64;
+        let seg = Segment::new(buf, gen, large);
+        self.st.written_bytes += seg.write_off as u64;
+        let id = self.segs.install(seg);
         if !large {
             self.close_open(pool);
             self.open = id;
@@ -249,59 +268,77 @@ impl Shard {
     }
 
     /// Makes the freshly written item at `loc` live: it replaces the item at
-    /// `old` if that is still indexed, else gets a new index entry.
-    #[allow(clippy::too_many_arguments)]
-    pub fn commit(&mut self, h: u64, loc: Loc, old: Option<Loc>, count_total: bool, pool: &Pool, now: Time, evict: bool) {
-        let size = self.header(loc).total();
-        self.account_live(loc, size, count_total);
+    /// `old` if that is still indexed, else gets a new index entry. `false`
+    /// (the new item discarded) only without eviction, when the index is
+    /// full and cannot grow.
+    pub fn commit(&mut self, h: u64, loc: Loc, old: Option<Loc>, count_total: bool, env: &Env<'_>) -> bool {
+        let pool = env.pool;
+        let hdr = self.header(loc);
+        self.account_live(loc, hdr.total(), hdr.exptime, count_total);
         if let Some(pos) = old.and_then(|o| self.index.find_loc(h, o)) {
             let old = old.unwrap();
             self.index.replace(pos, loc);
             self.account_dead(old, Why::Replaced);
             self.free_if_empty(old.seg, pool);
+            true
+        } else if self.link_new(h, loc, env) {
+            true
         } else {
-            self.link_new(h, loc, pool, now, evict);
+            self.st.total_items -= count_total as u64;
+            self.account_dead(loc, Why::Deleted);
+            self.free_if_empty(loc.seg, pool);
+            false
         }
     }
 
-    fn link_new(&mut self, h: u64, loc: Loc, pool: &Pool, now: Time, evict: bool) {
+    fn link_new(&mut self, h: u64, loc: Loc, env: &Env<'_>) -> bool {
+        let Env { pool, now, evict, .. } = *env;
         if !self.index.has_room() {
-            self.grow_index(pool, now, evict, loc.seg);
+            self.grow_index(env, loc.seg);
         }
-        if self.index.insert(h, loc) {
-            return;
+        if self.index.insert(h, loc) || (self.grow_index(env, loc.seg) && self.index.insert(h, loc)) {
+            return true;
         }
-        if self.grow_index(pool, now, evict, loc.seg) && self.index.insert(h, loc) {
-            return;
-        }
-        // Both buckets full and the index cannot grow: displace the entry
-        // whose segment is oldest.
-        let (pos, victim) = self.index.candidates(h).min_by_key(|(_, l)| self.segs.get(l.seg).gen).expect("full buckets");
-        let why = if self.is_flushed(victim.seg) {
-            Why::Flushed
-        } else if self.header(victim).expired(now) {
-            Why::Expired
-        } else {
-            Why::Evicted
+        // No room even after cuckoo moves, and the index cannot grow:
+        // displace a dead entry if there is one, else (when evicting) the
+        // entry whose segment is oldest.
+        let why = |sh: &Shard, l: Loc| {
+            if sh.is_flushed(l.seg) {
+                Why::Flushed
+            } else if sh.header(l).expired(now) {
+                Why::Expired
+            } else {
+                Why::Evicted
+            }
         };
-        self.unlink(pos, victim, why, pool);
-        assert!(self.index.insert(h, loc));
+        let victim = self
+            .index
+            .candidates(h)
+            .map(|(p, l)| (why(self, l) == Why::Evicted, self.segs.get(l.seg).gen, p, l))
+            .min_by_key(|&(live, gen, _, _)| (live, gen));
+        match victim {
+            Some((live, _, pos, l)) if evict || !live => {
+                let w = why(self, l);
+                self.unlink(pos, l, w, pool);
+                assert!(self.index.insert(h, loc));
+                true
+            }
+            _ => false,
+        }
     }
 
-    /// Doubles the index, evicting this shard's oldest segments (never the
-    /// open one or `protect`) if the memory budget requires. Whether it grew.
-    pub fn grow_index(&mut self, pool: &Pool, now: Time, evict: bool, protect: u32) -> bool {
+    /// Doubles the index, evicting segments of this shard chosen by the
+    /// policy (never `protect`) if the memory budget requires. Whether it grew.
+    pub fn grow_index(&mut self, env: &Env<'_>, protect: u32) -> bool {
+        let Env { pool, now, evict, policy } = *env;
         let nb = self.index.nbuckets() * 2;
         let extra = Index::bytes_for(nb) - self.index.bytes();
         while !pool.try_reserve(extra) {
             if pool.drop_spare() {
                 continue;
             }
-            let victim = self.segs.oldest_first().find(|&id| id != protect && id != self.open);
-            let victim = match victim {
-                Some(v) if evict || self.reclaimable(v, now) => v,
-                _ => return false,
-            };
+            let want = if evict { Want::Evict } else { Want::Reclaim };
+            let Some(victim) = policy.pick(self, protect, now, want) else { return false };
             let seg = self.evict_segment(victim, now);
             pool.discard(seg.buf);
         }
@@ -319,7 +356,7 @@ impl Shard {
     /// Whether segment `id` holds nothing live that eviction would lose.
     pub fn reclaimable(&self, id: u32, now: Time) -> bool {
         let seg = self.segs.get(id);
-        if seg.live_items == 0 || self.is_flushed(id) {
+        if seg.live_items == 0 || self.is_flushed(id) || seg.all_expired(now) {
             return true;
         }
         let mut off = 0;

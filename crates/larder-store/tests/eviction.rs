@@ -163,3 +163,30 @@ fn shrinking_the_limit_evicts_down() {
     check_budget(&st);
     assert!(st.memory_used > 12 << 20, "grew into the new limit: {st:?}");
 }
+
+#[test]
+fn fully_expired_segments_go_before_live_ones() {
+    let limit = 4 << 20;
+    let s = Store::new(Config { memory_limit: limit, segment_size: 64 << 10, ..Config::default() }).unwrap();
+    let per = limit as u64 / 3 / 220;
+    // Oldest: never expires. Then: expires at 100.
+    for i in 0..per {
+        s.store(Mode::Set, format!("keep:{i}").as_bytes(), 0, 0, &value(i, 200), 1);
+    }
+    for i in 0..per {
+        s.store(Mode::Set, format!("temp:{i}").as_bytes(), 0, 100, &value(i, 200), 1);
+    }
+    assert_eq!(s.stats().evictions, 0);
+    // At 100, new writes reuse the expired segments, not the oldest live ones.
+    for i in 0..per {
+        let r = s.store(Mode::Set, format!("new:{i}").as_bytes(), 0, 0, &value(i, 200), 100);
+        assert!(matches!(r, StoreResult::Stored(_)));
+    }
+    let st = s.stats();
+    check_budget(&st);
+    assert_eq!(st.evictions, 0, "{st:?}");
+    assert!(st.reclaimed > 0, "{st:?}");
+    for i in 0..per {
+        assert_eq!(s.get(format!("keep:{i}").as_bytes(), 100, |it| it.value.to_vec()), Lookup::Hit(value(i, 200)));
+    }
+}
