@@ -206,7 +206,7 @@ fn run_one(sc: &Scenario, spec: &ServerSpec, traces: &HashMap<String, trace::Tra
 }
 
 /// Problems that make a smoke run fail: a run that errored, corruption, zero throughput,
-/// error replies in a load scenario.
+/// error replies in a timed load, nothing read back in a memory scenario.
 pub fn problems(results: &[ScenarioResult]) -> Vec<String> {
     let mut out = Vec::new();
     for r in results {
@@ -221,7 +221,10 @@ pub fn problems(results: &[ScenarioResult]) -> Vec<String> {
                     if o.summary.ops == 0 {
                         out.push(format!("{tag}: zero throughput"));
                     }
-                    if matches!(r.scenario.kind, Kind::Load | Kind::Trace { .. }) && o.summary.errors > 0 {
+                    // Error replies are a harness problem in timed loads (they should not happen);
+                    // in fills and replays an occasional SERVER_ERROR out of memory is the
+                    // server's behaviour, reported in the tables.
+                    if matches!(r.scenario.kind, Kind::Load) && o.summary.errors > 0 {
                         out.push(format!("{tag}: {} errors", o.summary.errors));
                     }
                     if matches!(r.scenario.kind, Kind::Memory { .. }) && o.summary.verified == 0 {

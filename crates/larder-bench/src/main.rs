@@ -140,6 +140,15 @@ fn cmd_run(argv: &[String]) -> Result<i32, String> {
     Ok(if bad { 1 } else { 0 })
 }
 
+/// `a` as one shell word.
+fn shell_quote(a: &str) -> String {
+    if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=,@%+".contains(c)) {
+        a.to_string()
+    } else {
+        format!("'{}'", a.replace('\'', "'\\''"))
+    }
+}
+
 fn cmd_compare(argv: &[String]) -> Result<i32, String> {
     let a = Args::parse(&argv[2..])?;
     let cfg = compare::from_args(&a)?;
@@ -147,7 +156,7 @@ fn cmd_compare(argv: &[String]) -> Result<i32, String> {
     let started = std::process::Command::new("date").arg("-u").arg("+%Y-%m-%d %H:%M UTC").output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default();
     let load_before = server::machine().3;
     let results = compare::run(&cfg)?;
-    let cmdline = format!("larder-bench {}", argv[1..].join(" "));
+    let cmdline = format!("larder-bench {}", argv[1..].iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" "));
     if let Some(dir) = std::path::Path::new(&cfg.json_out).parent() {
         let _ = std::fs::create_dir_all(dir);
     }

@@ -62,7 +62,7 @@ fn rows(r: &ScenarioResult) -> Vec<(&'static str, &'static str)> {
             ("distinct_keys", "distinct keys"),
             ("working_set_mib", "working set (MiB)"),
             ("memory_mb", "-m (MiB)"),
-            ("errors", "errors"),
+            ("errors", "error replies (e.g. SERVER_ERROR out of memory to a set)"),
             ("corrupt", "corrupt values"),
         ],
     }

@@ -374,6 +374,9 @@ pub fn run_memory(addr: SocketAddr, pid: Option<u32>, k: &Knobs, memory_mb: usiz
 /// Trace replay (see `trace`).
 pub fn run_trace(addr: SocketAddr, t: &trace::Trace, value_size: usize, max_requests: usize, memory_mb: usize) -> Result<Outcome, String> {
     let r = trace::replay(addr, &t.keys, value_size, max_requests)?;
+    if let Some(e) = &r.first_error {
+        eprintln!("trace replay: {} error replies to set, the first: {e}", r.errors);
+    }
     let summary = Summary {
         hit_ratio: r.hit_ratio(),
         ops: r.requests,

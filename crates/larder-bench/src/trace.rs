@@ -65,6 +65,8 @@ pub struct ReplayResult {
     pub errors: u64,
     pub corrupt: u64,
     pub seconds: f64,
+    /// The first error reply, verbatim.
+    pub first_error: Option<String>,
 }
 
 impl ReplayResult {
@@ -125,10 +127,16 @@ pub fn replay(addr: SocketAddr, keys: &[u32], value_size: usize, max_requests: u
         }
         s.write_all(&out).map_err(|e| e.to_string())?;
         for _ in 0..sets {
-            match next_frame(&mut s, &mut rbuf, &mut rs, &mut re)?.0 {
-                Frame::Stored => {}
-                Frame::Error | Frame::NotStored => r.errors += 1,
-                f => return Err(format!("unexpected reply to set: {f:?}")),
+            match next_frame(&mut s, &mut rbuf, &mut rs, &mut re)? {
+                (Frame::Stored, _) => {}
+                (Frame::Error | Frame::NotStored, base) => {
+                    r.errors += 1;
+                    if r.first_error.is_none() {
+                        let line = &rbuf[base..rs];
+                        r.first_error = Some(String::from_utf8_lossy(line).trim_end().to_string());
+                    }
+                }
+                (f, _) => return Err(format!("unexpected reply to set: {f:?}")),
             }
         }
         missed.clear();
