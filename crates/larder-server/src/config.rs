@@ -274,9 +274,7 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, Us
                     s.protocol = match v {
                         "auto" => Protocol::Auto,
                         "ascii" => Protocol::Ascii,
-                        "binary" => {
-                            return err("larder: -B binary: the binary protocol is not supported yet (use ascii or auto)")
-                        }
+                        "binary" => Protocol::Binary,
                         _ => return err(format!("Invalid value for binding protocol: {v}\n -- should be one of auto, binary, or ascii")),
                     }
                 }
@@ -428,7 +426,7 @@ pub fn help_text() -> String {
 -R, --max-reqs-per-event  maximum number of requests per event (default: 20)
 -C, --disable-cas         disable use of CAS
 -b, --listen-backlog=<num> set the backlog queue limit (default: 1024)
--B, --protocol=<name>     protocol - ascii or auto (default: auto-negotiate)
+-B, --protocol=<name>     protocol - one of ascii, binary, or auto (default: auto-negotiate)
 -I, --max-item-size=<num> adjusts max item size
                           (default: 1m, min: 1k, max: 1024m)
 -F, --disable-flush-all   disable flush_all command

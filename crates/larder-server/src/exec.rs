@@ -99,7 +99,7 @@ pub fn execute(srv: &Server, ws: &WorkerStats, req: Request<'_>, now: Time, out:
             // memcached: with a delay, items stored up to one second before
             // the deadline are invalid once it passes.
             let at = if delay > 0 { srv.clock.expiry(delay).saturating_sub(1) } else { now };
-            srv.store.flush_all(now, at);
+            srv.flush_all(now, at);
             if !noreply {
                 out.extend_from_slice(reply::OK);
             }
@@ -128,6 +128,8 @@ pub fn execute(srv: &Server, ws: &WorkerStats, req: Request<'_>, now: Time, out:
         Request::CacheMemlimit { megabytes, noreply } => {
             if megabytes < 8 {
                 reply::line(out, "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m");
+            } else if megabytes > 1_000_000_000 {
+                reply::line(out, "MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes");
             } else {
                 let line = match srv.store.set_memory_limit((megabytes as usize) << 20) {
                     Ok(()) => reply::OK,
@@ -160,9 +162,13 @@ fn get_one(srv: &Server, ws: &WorkerStats, key: &[u8], now: Time, cas: bool, tou
         let cas_value = if cas_enabled { item.cas } else { 0 };
         reply::value(out, key, item.flags, item.value, cas.then_some(cas_value));
     };
-    let found = match touch {
-        None => srv.store.get(key, now, write),
-        Some(exp) => srv.store.get_and_touch(key, now, exp, write),
+    let found = if srv.in_nocas_flush_second(now) {
+        Lookup::Flushed
+    } else {
+        match touch {
+            None => srv.store.get(key, now, write),
+            Some(exp) => srv.store.get_and_touch(key, now, exp, write),
+        }
     };
     match (found, touch.is_some()) {
         (Lookup::Hit(()), false) => bump(&ws.get_hits, 1),

@@ -8,6 +8,7 @@
 
 #[cfg(feature = "alloc-count")]
 mod alloc_count;
+mod binexec;
 mod clock;
 mod config;
 mod exec;

@@ -19,6 +19,8 @@ pub struct Server {
     pub limits: Limits,
     verbosity: AtomicU32,
     stopping: AtomicBool,
+    /// With `-C`: the second of the last immediate `flush_all` (0 = none).
+    nocas_flush_second: AtomicU32,
     /// Store counters at the last `stats reset`.
     store_baseline: Mutex<larder_store::Stats>,
     listeners: usize,
@@ -36,6 +38,7 @@ impl Server {
             registry: Registry::default(),
             limits,
             stopping: AtomicBool::new(false),
+            nocas_flush_second: AtomicU32::new(0),
             store_baseline: Mutex::new(larder_store::Stats::default()),
             listeners,
         }
@@ -65,6 +68,27 @@ impl Server {
 
     pub fn mark_stopping(&self) {
         self.stopping.store(true, Relaxed);
+    }
+
+    /// `flush_all` taking effect at `at` (`at <= now`: at once).
+    ///
+    /// Without CAS (`-C`) memcached cannot tell items stored later in the
+    /// flush's second from earlier ones, so it treats all of them as
+    /// flushed; clients of `-C` servers (and memcached's flush-all.t) see
+    /// that. larder reproduces it only under `-C`: reads hide items during
+    /// that second and a second flush at the next second removes them.
+    pub fn flush_all(&self, now: u32, at: u32) {
+        self.store.flush_all(now, at);
+        if !self.settings.cas_enabled && at <= now {
+            self.store.flush_all(now, now + 1);
+            self.nocas_flush_second.store(now, Relaxed);
+        }
+    }
+
+    /// Whether reads must miss because of a `-C` flush in this very second.
+    #[inline]
+    pub fn in_nocas_flush_second(&self, now: u32) -> bool {
+        !self.settings.cas_enabled && self.nocas_flush_second.load(Relaxed) == now
     }
 
     /// File descriptors the server holds besides client connections

@@ -17,7 +17,9 @@ use crate::exec::{execute, triage, After, Step};
 use crate::registry::{ConnInfo, ConnState};
 use crate::server::Server;
 use crate::stats::{bump, WorkerStats};
-use larder_proto::parse;
+use crate::binexec::{self, BinStep};
+use crate::config::Protocol;
+use larder_proto::{binary, parse};
 use larder_store::Time;
 use mio::event::Source;
 use mio::net::{TcpStream, UnixStream};
@@ -71,6 +73,14 @@ impl Stream {
     }
 }
 
+/// The protocol a connection speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wire {
+    Undecided,
+    Text,
+    Binary,
+}
+
 /// What the worker should do with a session after an event.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Status {
@@ -95,6 +105,9 @@ pub struct Session {
     swallow: usize,
     /// Close once the pending output is written.
     closing: bool,
+    /// Which protocol the client speaks; decided by its first byte under
+    /// `-B auto`, as memcached does.
+    wire: Wire,
     /// Relative time of the last request (for idle timeouts).
     pub last_active: Time,
 }
@@ -111,6 +124,7 @@ impl Session {
             wstart: 0,
             swallow: 0,
             closing: false,
+            wire: Wire::Undecided,
             last_active: now,
         }
     }
@@ -127,6 +141,8 @@ impl Session {
     /// Handle a readiness event (or a scheduled re-run).
     pub fn on_event(&mut self, srv: &Server, ws: &WorkerStats, now: Time) -> Status {
         let mut budget = READ_BUDGET;
+        // -R: requests per wake-up before yielding to other connections.
+        let mut allowance = srv.settings.reqs_per_event;
         loop {
             if !self.flush(ws) {
                 return Status::Close;
@@ -142,9 +158,13 @@ impl Session {
             // Execute what is already buffered before reading more.
             if self.rstart < self.rend || self.swallow > 0 {
                 let before = self.rstart;
-                self.process(srv, ws, now);
+                let yielded = self.process(srv, ws, now, &mut allowance);
                 if self.rstart != before {
                     self.last_active = now;
+                }
+                if yielded {
+                    bump(&ws.conn_yields, 1);
+                    return if self.flush(ws) { Status::Again } else { Status::Close };
                 }
                 if self.closing || self.pending_output() > WRITE_HIGH_WATER {
                     continue;
@@ -224,8 +244,9 @@ impl Session {
         Ok(n)
     }
 
-    /// Execute every complete request in the read buffer.
-    fn process(&mut self, srv: &Server, ws: &WorkerStats, now: Time) {
+    /// Execute the complete requests in the read buffer, at most `allowance`
+    /// of them; true if it stopped because the allowance ran out.
+    fn process(&mut self, srv: &Server, ws: &WorkerStats, now: Time, allowance: &mut usize) -> bool {
         self.info.set_state(ConnState::ParseCmd);
         loop {
             if self.swallow > 0 {
@@ -240,9 +261,54 @@ impl Session {
             if self.rstart == self.rend || self.pending_output() > WRITE_HIGH_WATER {
                 break;
             }
+            if *allowance == 0 {
+                return true;
+            }
             let buf = &self.rbuf[self.rstart..self.rend];
+            if self.wire == Wire::Undecided {
+                self.wire = match srv.settings.protocol {
+                    Protocol::Ascii => Wire::Text,
+                    Protocol::Binary => Wire::Binary,
+                    Protocol::Auto if binary::is_binary(buf[0]) => Wire::Binary,
+                    Protocol::Auto => Wire::Text,
+                };
+            }
+            if self.wire == Wire::Binary {
+                match binexec::triage(srv, ws, binary::parse(buf, &srv.limits), now, &mut self.wbuf) {
+                    BinStep::Run(request, consumed) => {
+                        *allowance -= 1;
+                        let after = binexec::execute(srv, ws, request, now, &mut self.wbuf);
+                        self.rstart += consumed;
+                        if after == After::Close {
+                            self.closing = true;
+                            break;
+                        }
+                    }
+                    BinStep::Wait(needed) => {
+                        if let Some(total) = needed {
+                            self.info.set_state(ConnState::Nread);
+                            self.reserve_for(total);
+                        }
+                        break;
+                    }
+                    BinStep::Skip { consumed, swallow, close } => {
+                        self.rstart += consumed;
+                        self.swallow = swallow;
+                        if close {
+                            self.closing = true;
+                            break;
+                        }
+                    }
+                    BinStep::Close => {
+                        self.closing = true;
+                        break;
+                    }
+                }
+                continue;
+            }
             match triage(srv, ws, parse(buf, &srv.limits), now, &mut self.wbuf) {
                 Step::Run(request, consumed) => {
+                    *allowance -= 1;
                     let after = execute(srv, ws, request, now, &mut self.wbuf);
                     self.rstart += consumed;
                     if after == After::Close {
@@ -272,6 +338,7 @@ impl Session {
         if self.rstart == self.rend && self.swallow == 0 {
             self.info.set_state(ConnState::Waiting);
         }
+        false
     }
 
     /// Write pending output; false if the connection is broken.

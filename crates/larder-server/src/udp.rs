@@ -10,7 +10,8 @@
 use crate::exec::{execute, triage, Step};
 use crate::server::Server;
 use crate::stats::{bump, WorkerStats};
-use larder_proto::parse;
+use crate::binexec::{self, BinStep};
+use larder_proto::{binary, parse};
 use larder_store::Time;
 use mio::net::UdpSocket;
 use std::io::ErrorKind;
@@ -52,7 +53,26 @@ impl UdpHandler {
             }
             self.out.clear();
             let mut pos = HEADER;
+            // memcached decides text or binary per datagram by its first byte.
+            let is_binary = pos < n && binary::is_binary(self.rbuf[pos]);
             while pos < n {
+                if is_binary {
+                    let parsed = binary::parse(&self.rbuf[pos..n], &srv.limits);
+                    match binexec::triage(srv, ws, parsed, now, &mut self.out) {
+                        BinStep::Run(request, consumed) => {
+                            pos += consumed;
+                            let _ = binexec::execute(srv, ws, request, now, &mut self.out);
+                        }
+                        BinStep::Skip { consumed, swallow, close } => {
+                            pos += consumed + swallow;
+                            if close {
+                                break;
+                            }
+                        }
+                        BinStep::Wait(_) | BinStep::Close => break,
+                    }
+                    continue;
+                }
                 let parsed = parse(&self.rbuf[pos..n], &srv.limits);
                 match triage(srv, ws, parsed, now, &mut self.out) {
                     Step::Run(request, consumed) => {

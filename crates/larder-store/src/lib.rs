@@ -83,6 +83,7 @@
 //! is deleted or replaced is freed at once.
 
 mod arith;
+mod conditional;
 mod evict;
 mod hash;
 mod index;
@@ -91,6 +92,7 @@ mod pool;
 mod segment;
 mod shard;
 
+pub use conditional::{ArithOutcome, DeleteOutcome};
 use evict::{EvictionPolicy, Fifo, Want};
 use hash::KeyHasher;
 use index::{Index, Loc, MAX_SEGMENT_SIZE};
@@ -342,32 +344,12 @@ impl Store {
 
     /// incr (wrapping at 2^64) or decr (stopping at 0) a decimal value.
     pub fn arith(&self, key: &[u8], now: Time, incr: bool, delta: u64) -> ArithResult {
-        let h = self.hasher.hash(key);
-        let mut l = self.lock(h, now);
-        let Found::Live(_, old) = l.g.lookup(h, key, now, &self.pool) else {
-            return ArithResult::NotFound;
-        };
-        let oh = l.g.header(old);
-        let Some(n) = arith::parse(l.g.item(old).value) else {
-            return ArithResult::NonNumeric;
-        };
-        let n = arith::apply(n, incr, delta);
-        let mut buf = [0u8; 20];
-        let digits = arith::digits(n, &mut buf);
-        let vlen = arith::new_len(oh.vlen, digits.len());
-        let size = item::item_len(key.len(), vlen, oh.flags);
-        let Some(loc) = self.reserve(&mut l, size, 0, now) else {
-            return ArithResult::OutOfMemory;
-        };
-        let bytes = l.g.item_bytes_mut(loc);
-        let voff = item::encode(bytes, key, vlen, oh.flags, oh.exptime);
-        arith::write(&mut bytes[voff..], digits);
-        // memcached rewrites in place (no new link, total_items unchanged)
-        // unless the value grows.
-        if !l.g.commit(h, loc, Some(old), vlen != oh.vlen, &self.env(now)) {
-            return ArithResult::OutOfMemory;
+        match self.arith_if(key, now, incr, delta, None) {
+            ArithOutcome::Value { value, .. } => ArithResult::Value(value),
+            ArithOutcome::NotFound | ArithOutcome::Exists => ArithResult::NotFound,
+            ArithOutcome::NonNumeric => ArithResult::NonNumeric,
+            ArithOutcome::OutOfMemory => ArithResult::OutOfMemory,
         }
-        ArithResult::Value(n)
     }
 
     /// Invalidate every item stored before `at` once `now >= at`

@@ -1,0 +1,134 @@
+//! Compare-and-swap forms of delete and incr/decr, for the binary and meta
+//! protocols.
+//!
+//! The text protocol's `delete` and `incr` take no CAS, but memcached's
+//! binary protocol (a non-zero CAS in the request header) and the meta
+//! commands (`md … C<cas>`, `ma … C<cas>`) make them conditional: the
+//! operation happens only if the item's current CAS equals the one given.
+//! The check and the operation happen under the same shard lock, so no other
+//! writer can slip in between. incr/decr also report the new item's CAS and
+//! expiry, which those protocols return.
+
+use crate::shard::{Found, Why};
+use crate::{arith, item, Store, Time};
+
+/// Outcome of [`Store::delete_if`].
+#[derive(Debug, PartialEq, Eq)]
+pub enum DeleteOutcome {
+    Deleted,
+    NotFound,
+    /// The item's CAS differs from the one given.
+    Exists,
+}
+
+/// Outcome of [`Store::arith_if`].
+#[derive(Debug, PartialEq, Eq)]
+pub enum ArithOutcome {
+    /// The new value, the new item's CAS and its (unchanged) expiry.
+    Value { value: u64, cas: u64, exptime: Time },
+    NotFound,
+    NonNumeric,
+    OutOfMemory,
+    /// The item's CAS differs from the one given.
+    Exists,
+}
+
+impl Store {
+    /// Delete `key` if it is live and, when `cas` is given, its CAS matches.
+    pub fn delete_if(&self, key: &[u8], now: Time, cas: Option<u64>) -> DeleteOutcome {
+        let h = self.hasher.hash(key);
+        let mut l = self.lock(h, now);
+        match l.g.lookup(h, key, now, &self.pool) {
+            Found::Live(pos, loc) => {
+                if cas.is_some_and(|c| c != l.g.cas(loc)) {
+                    return DeleteOutcome::Exists;
+                }
+                l.g.unlink(pos, loc, Why::Deleted, &self.pool);
+                DeleteOutcome::Deleted
+            }
+            _ => DeleteOutcome::NotFound,
+        }
+    }
+
+    /// incr (wrapping at 2^64) or decr (stopping at 0) a decimal value if it
+    /// is live and, when `cas` is given, its CAS matches.
+    pub fn arith_if(&self, key: &[u8], now: Time, incr: bool, delta: u64, cas: Option<u64>) -> ArithOutcome {
+        let h = self.hasher.hash(key);
+        let mut l = self.lock(h, now);
+        let Found::Live(_, old) = l.g.lookup(h, key, now, &self.pool) else {
+            return ArithOutcome::NotFound;
+        };
+        if cas.is_some_and(|c| c != l.g.cas(old)) {
+            return ArithOutcome::Exists;
+        }
+        let oh = l.g.header(old);
+        let Some(n) = arith::parse(l.g.item(old).value) else {
+            return ArithOutcome::NonNumeric;
+        };
+        let n = arith::apply(n, incr, delta);
+        let mut buf = [0u8; 20];
+        let digits = arith::digits(n, &mut buf);
+        let vlen = arith::new_len(oh.vlen, digits.len());
+        let size = item::item_len(key.len(), vlen, oh.flags);
+        let Some(loc) = self.reserve(&mut l, size, 0, now) else {
+            return ArithOutcome::OutOfMemory;
+        };
+        let bytes = l.g.item_bytes_mut(loc);
+        let voff = item::encode(bytes, key, vlen, oh.flags, oh.exptime);
+        arith::write(&mut bytes[voff..], digits);
+        // memcached rewrites in place (no new link, total_items unchanged)
+        // unless the value grows.
+        if !l.g.commit(h, loc, Some(old), vlen != oh.vlen, &self.env(now)) {
+            return ArithOutcome::OutOfMemory;
+        }
+        ArithOutcome::Value { value: n, cas: l.g.cas(loc), exptime: oh.exptime }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{ArithOutcome, Config, DeleteOutcome, Lookup, Mode, Store, StoreResult};
+
+    fn store() -> Store {
+        Store::new(Config { memory_limit: 8 << 20, ..Config::default() }).unwrap()
+    }
+
+    #[test]
+    fn delete_if_checks_the_cas() {
+        let s = store();
+        let StoreResult::Stored(cas) = s.store(Mode::Set, b"k", 0, 0, b"v", 10) else { panic!() };
+        assert_eq!(s.delete_if(b"k", 10, Some(cas + 1)), DeleteOutcome::Exists);
+        assert_eq!(s.get(b"k", 10, |i| i.value.to_vec()), Lookup::Hit(b"v".to_vec()));
+        assert_eq!(s.delete_if(b"k", 10, Some(cas)), DeleteOutcome::Deleted);
+        assert_eq!(s.delete_if(b"k", 10, None), DeleteOutcome::NotFound);
+    }
+
+    #[test]
+    fn arith_if_checks_the_cas_and_reports_the_new_one() {
+        let s = store();
+        let StoreResult::Stored(cas) = s.store(Mode::Set, b"n", 0, 500, b"41", 10) else { panic!() };
+        assert_eq!(s.arith_if(b"n", 10, true, 1, Some(cas + 7)), ArithOutcome::Exists);
+        let ArithOutcome::Value { value, cas: new_cas, exptime } = s.arith_if(b"n", 10, true, 1, Some(cas)) else {
+            panic!()
+        };
+        assert_eq!((value, exptime), (42, 500));
+        assert_ne!(new_cas, cas);
+        assert_eq!(s.get(b"n", 10, |i| (i.value.to_vec(), i.cas)), Lookup::Hit((b"42".to_vec(), new_cas)));
+        assert_eq!(s.arith_if(b"nope", 10, true, 1, None), ArithOutcome::NotFound);
+    }
+}
+
+#[cfg(test)]
+mod store_if_tests {
+    use crate::{Config, Lookup, Mode, Store, StoreResult};
+
+    #[test]
+    fn append_with_a_cas_checks_it() {
+        let s = Store::new(Config { memory_limit: 8 << 20, ..Config::default() }).unwrap();
+        let StoreResult::Stored(cas) = s.store(Mode::Set, b"k", 3, 0, b"ab", 10) else { panic!() };
+        assert_eq!(s.store_if(Mode::Append, b"k", 0, 0, b"c", 10, Some(cas + 1)), StoreResult::Exists);
+        assert_eq!(s.store_if(Mode::Append, b"nope", 0, 0, b"c", 10, Some(cas)), StoreResult::NotFound);
+        assert!(matches!(s.store_if(Mode::Append, b"k", 0, 0, b"c", 10, Some(cas)), StoreResult::Stored(_)));
+        assert_eq!(s.get(b"k", 10, |i| (i.value.to_vec(), i.flags)), Lookup::Hit((b"abc".to_vec(), 3)));
+    }
+}
