@@ -150,9 +150,18 @@ pub fn run(cfg: &CompareConfig) -> Result<Vec<ScenarioResult>, String> {
         for round in 1..=rounds {
             for spec in &cfg.servers {
                 let mut spec = spec.clone();
-                spec.port = server::free_port();
                 spec.memory_mb = sc.memory_mb;
-                let outcome = run_one(&sc, &spec, &traces);
+                // A port picked free can be taken by someone else before the server binds it:
+                // try up to three ports.
+                let mut outcome = Err(String::new());
+                for _ in 0..3 {
+                    spec.port = server::free_port();
+                    outcome = run_one(&sc, &spec, &traces);
+                    match &outcome {
+                        Err(e) if e.starts_with("start: ") => continue,
+                        _ => break,
+                    }
+                }
                 match &outcome {
                     Ok(o) => eprintln!("[{} round {round} {}] {}{}", sc.name, spec.name, o.summary.to_text(), extra_text(o)),
                     Err(e) => eprintln!("[{} round {round} {}] ERROR {e}", sc.name, spec.name),
@@ -194,7 +203,7 @@ fn extra_text(o: &Outcome) -> String {
 
 /// Starts a fresh server, runs the scenario against it, stops it.
 fn run_one(sc: &Scenario, spec: &ServerSpec, traces: &HashMap<String, trace::Trace>) -> Result<Outcome, String> {
-    let srv = Server::start(spec)?;
+    let srv = Server::start(spec).map_err(|e| format!("start: {e}"))?;
     let pid = Some(srv.pid());
     let r = match &sc.kind {
         Kind::Load => scenarios::run_load(srv.addr, pid, &sc.knobs),

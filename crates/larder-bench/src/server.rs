@@ -98,6 +98,21 @@ impl Server {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+        // The port was free when chosen, but another process may have taken it since: make
+        // sure the server answering is ours (`stats` reports its pid).
+        std::thread::sleep(Duration::from_millis(30));
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("{} exited with {status}", spec.command_line()));
+        }
+        if let Ok(st) = stats(addr) {
+            if let Some(pid) = stat_u64(&st, "pid") {
+                if pid != child.id() as u64 {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!("port {} is served by pid {pid}, not by our server", spec.port));
+                }
+            }
+        }
         Ok(Server { child, addr })
     }
 
