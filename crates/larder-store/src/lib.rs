@@ -107,6 +107,8 @@ const INITIAL_BUCKETS: usize = 16;
 const MAX_SHARDS: usize = 16;
 /// Smallest segment accepted.
 const MIN_SEGMENT_SIZE: usize = 1024;
+/// Smallest segment chosen automatically for small memory limits.
+const SMALL_SEGMENT_SIZE: usize = 64 << 10;
 
 /// Keeps each shard's lock on its own cache lines.
 #[repr(align(128))]
@@ -145,6 +147,13 @@ impl Store {
         }
         if item_size_max == 0 || item_size_max > u32::MAX as usize {
             return Err(ConfigError(format!("item size max must be between 1 and {} bytes", u32::MAX)));
+        }
+        // Small limits get smaller segments (down to 64 KiB) so that at least
+        // 64 fit: eviction then drops a small fraction of the cache at a
+        // time, as memcached does item by item.
+        let mut segment_size = segment_size;
+        while segment_size > SMALL_SEGMENT_SIZE && memory_limit / segment_size < 64 {
+            segment_size /= 2;
         }
         let segments = memory_limit / segment_size;
         let nshards = (segments / 8).clamp(1, MAX_SHARDS);
@@ -518,7 +527,9 @@ pub struct Config {
     pub memory_limit: usize,
     /// `-I`: largest item (key + value + overhead) accepted.
     pub item_size_max: usize,
-    /// Segment size in bytes (default 1 MiB).
+    /// Segment size in bytes (default 1 MiB). A maximum: when fewer than 64
+    /// segments fit in `memory_limit`, the store halves it (not below
+    /// 64 KiB) until they do; `Stats::segment_size` reports the size used.
     pub segment_size: usize,
     /// false with `-M`: return [`StoreResult::OutOfMemory`] instead of evicting.
     pub evict: bool,

@@ -190,3 +190,25 @@ fn fully_expired_segments_go_before_live_ones() {
         assert_eq!(s.get(format!("keep:{i}").as_bytes(), 100, |it| it.value.to_vec()), Lookup::Hit(value(i, 200)));
     }
 }
+
+#[test]
+fn small_limits_get_small_segments_and_evict_item_by_item() {
+    // memcached's t/issue_22.t: -m 3, 65 KiB values; once full, each new
+    // item evicts exactly one old one.
+    let s = Store::new(Config { memory_limit: 3 << 20, ..Config::default() }).unwrap();
+    assert_eq!(s.stats().segment_size, 64 << 10);
+    let v = vec![b'B'; 66560];
+    for k in 0..60 {
+        assert!(matches!(s.store(Mode::Set, format!("key{k}").as_bytes(), 0, 0, &v, 1), StoreResult::Stored(_)));
+    }
+    let before = s.stats().evictions;
+    assert!(before > 0);
+    for k in 60..100 {
+        assert!(matches!(s.store(Mode::Set, format!("key{k}").as_bytes(), 0, 0, &v, 1), StoreResult::Stored(_)));
+    }
+    assert_eq!(s.stats().evictions - before, 40);
+    check_budget(&s.stats());
+    // The default limit keeps 1 MiB segments.
+    let s = Store::new(Config::default()).unwrap();
+    assert_eq!(s.stats().segment_size, 1 << 20);
+}
