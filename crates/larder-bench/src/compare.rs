@@ -68,12 +68,14 @@ pub fn from_args(a: &Args) -> Result<CompareConfig, String> {
     let smoke = a.flag("smoke");
     let threads: usize = a.parse_num("server-threads")?.unwrap_or(1);
     let server_cpu = a.str("server-cpu").unwrap_or_else(|| "0".into());
+    // Extra flags given to both servers alike (e.g. "-o hashpower=20").
+    let extra: Vec<String> = a.str("server-args").map(|s| s.split_whitespace().map(str::to_string).collect()).unwrap_or_default();
     let mut servers = Vec::new();
     let memcached = a.str("memcached").unwrap_or_else(|| "/usr/bin/memcached".into());
-    servers.push(ServerSpec { name: "memcached".into(), binary: memcached, threads, memory_mb: 0, port: 0, cpus: server_cpu.clone(), extra_args: vec![] });
+    servers.push(ServerSpec { name: "memcached".into(), binary: memcached, threads, memory_mb: 0, port: 0, cpus: server_cpu.clone(), extra_args: extra.clone() });
     if let Some(l) = a.str("larder") {
         if std::path::Path::new(&l).exists() {
-            servers.push(ServerSpec { name: "larder".into(), binary: l, threads, memory_mb: 0, port: 0, cpus: server_cpu.clone(), extra_args: vec![] });
+            servers.push(ServerSpec { name: "larder".into(), binary: l, threads, memory_mb: 0, port: 0, cpus: server_cpu.clone(), extra_args: extra });
         } else {
             eprintln!("larder-bench: {l} does not exist; running memcached only");
         }

@@ -34,6 +34,7 @@ usage:
                        [--smoke] [--scenarios a,b,...] [--server-threads 1] [--server-cpu 0]
                        [--gen-cpu 1] [--traces DIR] [--results-dir DIR] [--note TEXT] [--no-chart]
                        [--warmup S] [--duration S] [--trace-requests N] [--trace-rounds N]
+                       [--server-args 'FLAGS for both servers']
   larder-bench list [--smoke]
 
 knobs (run): --connections N --threads N --depth N --warmup S --duration S
