@@ -5,7 +5,9 @@
 //!
 //! ```text
 //! byte 0      control: bits 0-1 = (value-length width - 1), bit 2 = client
-//!             flags present, bit 3 = fetched, bits 4-7 = 0 (reserved)
+//!             flags present, bit 3 = fetched, bit 4 = stale (meta
+//!             invalidation), bit 5 = win token sent (meta recache/vivify),
+//!             bits 6-7 = 0 (reserved)
 //! byte 1      key length (1..=250)
 //! 1-4 bytes   value length, width from the control byte
 //! 4 bytes     exptime (0 = never); patched in place by touch/gat
@@ -22,6 +24,8 @@ pub const MAX_KEY_LEN: usize = 250;
 const WIDTH_MASK: u8 = 0b11;
 const HAS_FLAGS: u8 = 1 << 2;
 const FETCHED: u8 = 1 << 3;
+const STALE: u8 = 1 << 4;
+const TOKEN_SENT: u8 = 1 << 5;
 
 /// Bytes needed to store `vlen`.
 fn width(vlen: usize) -> usize {
@@ -84,6 +88,10 @@ pub struct Header {
     pub flags: u32,
     pub exptime: u32,
     pub fetched: bool,
+    /// Marked stale by a meta invalidation (`md … I`, `ms … I`).
+    pub stale: bool,
+    /// A client has been told it won the right to refill this item (`W`).
+    pub token_sent: bool,
     /// Offset of the exptime field.
     pub exp_off: usize,
     /// Offset of the key.
@@ -118,7 +126,17 @@ pub fn decode(src: &[u8]) -> Header {
         flags = u32::from_le_bytes(src[key_off..key_off + 4].try_into().unwrap());
         key_off += 4;
     }
-    Header { klen, vlen, flags, exptime, fetched: ctl & FETCHED != 0, exp_off, key_off }
+    Header {
+        klen,
+        vlen,
+        flags,
+        exptime,
+        fetched: ctl & FETCHED != 0,
+        stale: ctl & STALE != 0,
+        token_sent: ctl & TOKEN_SENT != 0,
+        exp_off,
+        key_off,
+    }
 }
 
 /// Patches the exptime of the item starting at `item[0]`.
@@ -130,6 +148,11 @@ pub fn set_exptime(item: &mut [u8], exptime: u32) {
 /// Marks the item starting at `item[0]` as fetched at least once.
 pub fn set_fetched(item: &mut [u8]) {
     item[0] |= FETCHED;
+}
+
+/// Sets the meta-protocol state bits of the item starting at `item[0]`.
+pub fn set_meta_state(item: &mut [u8], stale: bool, token_sent: bool) {
+    item[0] = (item[0] & !(STALE | TOKEN_SENT)) | if stale { STALE } else { 0 } | if token_sent { TOKEN_SENT } else { 0 };
 }
 
 #[cfg(test)]

@@ -10,8 +10,9 @@
 //! # Architecture
 //!
 //! Keys are hashed with a randomly keyed SipHash ([`hash`](crate::hash)).
-//! The hash picks one of N shards (a power of two, up to 16, fewer for small
-//! memory limits); each shard is a `Mutex` around its own index, its own
+//! The hash picks one of N shards (a power of two: up to 16 for
+//! concurrency, fewer for small memory limits, more — up to 256 — for very
+//! large ones so that no shard's index grows huge); each shard is a `Mutex` around its own index, its own
 //! segments and its own open segment ([`shard`](crate::shard)). The global
 //! [`pool`](crate::pool) holds the memory budget, spare segment buffers and
 //! the generation counter; its lock is taken only when a shard needs a fresh
@@ -88,11 +89,13 @@ mod evict;
 mod hash;
 mod index;
 mod item;
+mod meta;
 mod pool;
 mod segment;
 mod shard;
 
 pub use conditional::{ArithOutcome, DeleteOutcome};
+pub use meta::{MetaGet, MetaItem};
 use evict::{EvictionPolicy, Fifo, Want};
 use hash::KeyHasher;
 use index::{Index, Loc, MAX_SEGMENT_SIZE};
@@ -104,7 +107,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 /// Buckets of a shard's index at start-up (64 bytes each).
 const INITIAL_BUCKETS: usize = 16;
 /// Most shards (independent locks).
-const MAX_SHARDS: usize = 16;
+const MAX_SHARDS: usize = 256;
+/// Shards wanted for concurrency alone; more only to keep each shard's
+/// index (re-hashed under its lock when it doubles) to about
+/// `SEGMENTS_PER_SHARD` segments' worth of items.
+const CONCURRENCY_SHARDS: usize = 16;
+const SEGMENTS_PER_SHARD: usize = 256;
 /// Smallest segment accepted.
 const MIN_SEGMENT_SIZE: usize = 1024;
 /// Smallest segment chosen automatically for small memory limits.
@@ -156,7 +164,7 @@ impl Store {
             segment_size /= 2;
         }
         let segments = memory_limit / segment_size;
-        let nshards = (segments / 8).clamp(1, MAX_SHARDS);
+        let nshards = (segments / 8).clamp(1, CONCURRENCY_SHARDS).max((segments / SEGMENTS_PER_SHARD).min(MAX_SHARDS));
         let nshards = 1 << (usize::BITS - 1 - nshards.leading_zeros());
         let index_bytes = nshards * Index::bytes_for(INITIAL_BUCKETS);
         if memory_limit < segment_size + index_bytes {
@@ -260,6 +268,25 @@ impl Store {
         now: Time,
         cas: Option<u64>,
     ) -> StoreResult {
+        self.store_cond(mode, key, flags, exptime, value, now, cas, false)
+    }
+
+    /// [`store_if`](Self::store_if) with meta's stale-set (`ms … C<cas> I`):
+    /// when `stale_if_older` and the given CAS is *older* (smaller) than the
+    /// item's, the value is stored anyway but marked stale, keeping the old
+    /// item's expiry and win-token state, as memcached does.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn store_cond(
+        &self,
+        mode: Mode,
+        key: &[u8],
+        flags: u32,
+        exptime: Time,
+        value: &[u8],
+        now: Time,
+        cas: Option<u64>,
+        stale_if_older: bool,
+    ) -> StoreResult {
         let h = self.hasher.hash(key);
         let mut l = self.lock(h, now);
         let old = match l.g.lookup(h, key, now, &self.pool) {
@@ -276,11 +303,21 @@ impl Store {
             }
             return StoreResult::TooLarge;
         }
+        // Meta state the new item inherits when stored as stale.
+        let mut stale_state: Option<(Time, bool)> = None;
         match (cas, old) {
             (Some(_), None) => return StoreResult::NotFound,
-            (Some(c), Some((_, loc))) if l.g.cas(loc) != c => return StoreResult::Exists,
+            (Some(c), Some((_, loc))) if l.g.cas(loc) != c => {
+                if stale_if_older && c < l.g.cas(loc) {
+                    let oh = l.g.header(loc);
+                    stale_state = Some((oh.exptime, oh.token_sent));
+                } else {
+                    return StoreResult::Exists;
+                }
+            }
             _ => {}
         }
+        let exptime = stale_state.map_or(exptime, |(e, _)| e);
         match (mode, old) {
             (Mode::Add, Some((pos, _))) => {
                 l.g.index.bump(pos);
@@ -315,6 +352,9 @@ impl Store {
             return StoreResult::OutOfMemory;
         };
         let voff = item::encode(l.g.item_bytes_mut(loc), key, vlen, flags, exptime);
+        if let Some((_, token_sent)) = stale_state {
+            item::set_meta_state(l.g.item_bytes_mut(loc), true, token_sent);
+        }
         let vstart = loc.off as usize + voff;
         match (mode, old_val) {
             (Mode::Append, Some((seg, off, n))) => {

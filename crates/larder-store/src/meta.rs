@@ -1,0 +1,229 @@
+//! Meta-protocol state: stale items, win tokens, vivify-on-miss, early
+//! recache and invalidation — the store half of memcached's
+//! stale-while-revalidate (`mg … N/R/T`, `md … I`, `ms … I`).
+//!
+//! Two bits of the item header carry the state (see [`item`](crate::item)):
+//! *stale* (the value is known to be out of date but may still be served)
+//! and *token sent* (one client has been told `W`: "you won, refill it";
+//! everyone else sees `Z` and keeps using the old value). Decisions are made
+//! under the shard lock, so exactly one caller wins per round, and nobody
+//! waits: losers get the item (possibly stale) at once.
+
+use crate::shard::{Found, Why};
+use crate::{item, Item, Lookup, Mode, Store, StoreResult, Time};
+
+/// What a meta get may do besides reading.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MetaGet {
+    /// Count the access (fetched bit, frequency); false for `u`.
+    pub bump: bool,
+    /// `T`: set this expiry.
+    pub touch: Option<Time>,
+    /// `N`: on a miss, create an empty item with this expiry and win it.
+    pub vivify: Option<Time>,
+    /// `R`: win if the item expires before this time (and nobody has won).
+    pub recache_before: Option<Time>,
+}
+
+/// A meta get's view of an item.
+#[derive(Debug)]
+pub struct MetaItem<'a> {
+    pub item: Item<'a>,
+    /// Whether it had been fetched before this request (`h`).
+    pub fetched_before: bool,
+    /// Marked stale (`X`).
+    pub stale: bool,
+    /// Someone had already won before this request (`Z`).
+    pub token_sent_before: bool,
+    /// This request won the right to refill it (`W`).
+    pub won: bool,
+    /// The item was created by this request's `N`.
+    pub created: bool,
+}
+
+impl Store {
+    /// A meta get (`mg`): look up, optionally vivify, touch, and decide who
+    /// wins a refill. `read` runs under the shard lock.
+    pub fn meta_get<R>(&self, key: &[u8], now: Time, opts: &MetaGet, read: impl FnOnce(&MetaItem<'_>) -> R) -> Lookup<R> {
+        let h = self.hasher.hash(key);
+        let mut l = self.lock(h, now);
+        let (loc, created) = match l.g.lookup(h, key, now, &self.pool) {
+            Found::Live(pos, loc) => {
+                if opts.bump {
+                    l.g.index.bump(pos);
+                }
+                (loc, false)
+            }
+            other => {
+                let miss = match other {
+                    Found::Expired => Lookup::Expired,
+                    Found::Flushed => Lookup::Flushed,
+                    _ => Lookup::Miss,
+                };
+                let Some(ttl) = opts.vivify else { return miss };
+                let size = item::item_len(key.len(), 0, 0);
+                let Some(loc) = self.reserve(&mut l, size, 0, now) else { return miss };
+                item::encode(l.g.item_bytes_mut(loc), key, 0, 0, ttl);
+                if !l.g.commit(h, loc, None, true, &self.env(now)) {
+                    return miss;
+                }
+                (loc, true)
+            }
+        };
+        let before = l.g.header(loc);
+        if opts.bump {
+            item::set_fetched(l.g.item_bytes_mut(loc));
+        }
+        if let Some(t) = opts.touch {
+            l.g.set_exptime(loc, t);
+        }
+        let exptime = l.g.header(loc).exptime;
+        let recache = opts
+            .recache_before
+            .is_some_and(|r| !before.token_sent && !created && exptime != 0 && exptime < r);
+        let won = created || recache || (before.stale && !before.token_sent);
+        if won {
+            item::set_meta_state(l.g.item_bytes_mut(loc), before.stale, true);
+        }
+        let view = MetaItem {
+            item: l.g.item(loc),
+            fetched_before: before.fetched,
+            stale: before.stale,
+            token_sent_before: before.token_sent,
+            won,
+            created,
+        };
+        Lookup::Hit(read(&view))
+    }
+
+    /// `md … I`: mark a live item stale instead of deleting it, with a new
+    /// (larger) CAS and optionally a new expiry; the win token is cleared so
+    /// the next reader wins the refill. `cas`: only if the item's CAS matches.
+    pub fn invalidate(&self, key: &[u8], now: Time, cas: Option<u64>, exptime: Option<Time>) -> crate::DeleteOutcome {
+        use crate::DeleteOutcome;
+        let h = self.hasher.hash(key);
+        let mut l = self.lock(h, now);
+        let Found::Live(_, old) = l.g.lookup(h, key, now, &self.pool) else {
+            return DeleteOutcome::NotFound;
+        };
+        if cas.is_some_and(|c| c != l.g.cas(old)) {
+            return DeleteOutcome::Exists;
+        }
+        // The CAS is derived from the item's place, so a new CAS means a
+        // copy of the item in a new place.
+        let size = l.g.header(old).total();
+        let Some(loc) = self.reserve(&mut l, size, old.seg, now) else {
+            // No room for the copy: deleting is the safe fallback, a reader
+            // then misses instead of reading a value known to be stale.
+            if let Some(pos) = l.g.index.find_loc(h, old) {
+                l.g.unlink(pos, old, Why::Deleted, &self.pool);
+            }
+            return DeleteOutcome::Deleted;
+        };
+        l.g.segs.copy(old.seg, old.off as usize, loc.seg, loc.off as usize, size);
+        item::set_meta_state(l.g.item_bytes_mut(loc), true, false);
+        if let Some(e) = exptime {
+            l.g.set_exptime(loc, e);
+        }
+        l.g.commit(h, loc, Some(old), false, &self.env(now));
+        DeleteOutcome::Deleted
+    }
+
+    /// A meta set (`ms`): [`store_if`](Store::store_if), plus with
+    /// `stale_if_older` (`I`) an older CAS stores the value marked stale.
+    #[allow(clippy::too_many_arguments)]
+    pub fn meta_store(
+        &self,
+        mode: Mode,
+        key: &[u8],
+        flags: u32,
+        exptime: Time,
+        value: &[u8],
+        now: Time,
+        cas: Option<u64>,
+        stale_if_older: bool,
+    ) -> StoreResult {
+        self.store_cond(mode, key, flags, exptime, value, now, cas, stale_if_older)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Config, DeleteOutcome};
+
+    fn store() -> Store {
+        Store::new(Config { memory_limit: 8 << 20, ..Config::default() }).unwrap()
+    }
+
+    fn flags_of(s: &Store, key: &[u8], now: Time, opts: MetaGet) -> Option<(bool, bool, bool, Vec<u8>)> {
+        match s.meta_get(key, now, &opts, |m| (m.won, m.stale, m.token_sent_before, m.item.value.to_vec())) {
+            Lookup::Hit(x) => Some(x),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn vivify_gives_one_winner_and_an_empty_item_to_the_rest() {
+        let s = store();
+        let n = MetaGet { bump: true, vivify: Some(130), ..MetaGet::default() };
+        assert_eq!(flags_of(&s, b"k", 100, n), Some((true, false, false, vec![])));
+        // Later callers: no win, and they see that a token was sent (Z).
+        assert_eq!(flags_of(&s, b"k", 101, n), Some((false, false, true, vec![])));
+        assert_eq!(flags_of(&s, b"k", 102, n), Some((false, false, true, vec![])));
+        // The winner's set clears the state.
+        assert!(matches!(s.store(Mode::Set, b"k", 0, 0, b"fresh", 103), StoreResult::Stored(_)));
+        assert_eq!(flags_of(&s, b"k", 103, n), Some((false, false, false, b"fresh".to_vec())));
+    }
+
+    #[test]
+    fn recache_wins_once_when_the_ttl_runs_low() {
+        let s = store();
+        s.store(Mode::Set, b"k", 0, 200, b"v", 100);
+        let r = |t| MetaGet { bump: true, recache_before: Some(t), ..MetaGet::default() };
+        // 100 s left, threshold 30 s ahead: no win.
+        assert_eq!(flags_of(&s, b"k", 100, r(130)).unwrap().0, false);
+        // 20 s left: the first asker wins, the next does not.
+        assert_eq!(flags_of(&s, b"k", 180, r(210)).unwrap().0, true);
+        assert_eq!(flags_of(&s, b"k", 181, r(211)), Some((false, false, true, b"v".to_vec())));
+    }
+
+    #[test]
+    fn invalidate_serves_stale_to_all_and_wins_one_refill() {
+        let s = store();
+        let StoreResult::Stored(cas) = s.store(Mode::Set, b"k", 5, 0, b"old", 100) else { panic!() };
+        assert_eq!(s.invalidate(b"k", 100, Some(cas + 1), None), DeleteOutcome::Exists);
+        assert_eq!(s.invalidate(b"k", 100, None, Some(160)), DeleteOutcome::Deleted);
+        let got = s.get(b"k", 100, |i| (i.cas, i.exptime, i.flags));
+        let Lookup::Hit((new_cas, exp, flags)) = got else { panic!() };
+        assert!(new_cas > cas, "invalidation bumps the CAS");
+        assert_eq!((exp, flags), (160, 5));
+        let plain = MetaGet { bump: true, ..MetaGet::default() };
+        assert_eq!(flags_of(&s, b"k", 101, plain), Some((true, true, false, b"old".to_vec())));
+        assert_eq!(flags_of(&s, b"k", 101, plain), Some((false, true, true, b"old".to_vec())));
+        // A refill with the old CAS (the one read before invalidation) is
+        // stored, but stays stale: a newer writer invalidated in between.
+        assert!(matches!(s.meta_store(Mode::Set, b"k", 0, 0, b"late", 102, Some(cas), true), StoreResult::Stored(_)));
+        assert_eq!(flags_of(&s, b"k", 102, plain), Some((false, true, true, b"late".to_vec())));
+        // Without I, an old CAS is just refused.
+        assert_eq!(s.meta_store(Mode::Set, b"k", 0, 0, b"x", 102, Some(cas), false), StoreResult::Exists);
+        // A plain set makes it fresh again.
+        s.store(Mode::Set, b"k", 0, 0, b"new", 103);
+        assert_eq!(flags_of(&s, b"k", 103, plain), Some((false, false, false, b"new".to_vec())));
+    }
+
+    #[test]
+    fn touch_and_no_bump() {
+        let s = store();
+        s.store(Mode::Set, b"k", 0, 0, b"v", 100);
+        let u = MetaGet { bump: false, touch: Some(500), ..MetaGet::default() };
+        let fetched = |s: &Store| match s.meta_get(b"k", 100, &MetaGet::default(), |m| (m.fetched_before, m.item.exptime)) {
+            Lookup::Hit(x) => x,
+            _ => panic!(),
+        };
+        s.meta_get(b"k", 100, &u, |_| ());
+        assert_eq!(fetched(&s), (false, 500));
+        s.meta_get(b"k", 100, &MetaGet { bump: true, ..MetaGet::default() }, |_| ());
+        assert_eq!(fetched(&s), (true, 500));
+    }
+}
