@@ -203,7 +203,10 @@ requests are preformatted into per-connection write buffers and replies parsed i
 Every reply is parsed and matched to its request; error replies, protocol errors and connection failures are counted.
 - **Closed loop** (scenarios 1-5): each connection keeps `depth` requests in flight. **Open loop** (scenario 6): requests are due at a fixed total rate, \
 each connection on its own evenly spaced schedule; latency is measured from the *intended* send time, so queueing is not hidden by coordinated omission. \
-A connection holds at most `--max-inflight` requests; beyond that requests wait in the generator and their wait counts in their latency.
+A connection holds at most `--max-inflight` requests; beyond that requests wait in the generator and their wait counts in their latency. \
+In the open-loop scenarios the generator busy-polls (`--busy-poll true`: epoll with a zero timeout, so its CPU reads ~100% by construction): \
+on a VM an idle CPU takes tens of microseconds or more to wake, which would otherwise be counted as server latency. \
+The *send lag* row (how late requests were written after their intended time) shows whether the generator kept its schedule.
 - **Timing.** Warm-up, then a fixed window; requests sent in the window are counted when their reply arrives. Latency is recorded in an HDR histogram (3 significant digits); p50/p90/p99/p99.9/max are per request (a 100-key multi-get is one request).
 - **CPU.** Server and generator CPU are read from `/proc/<pid>/stat` (utime + stime) at the start and end of the measurement window, in % of one core. \
 A server pinned to one CPU at ~100% is saturated; a generator well below 100% is not the bottleneck.

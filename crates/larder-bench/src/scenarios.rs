@@ -221,8 +221,8 @@ pub fn catalogue(smoke: bool, traces_dir: &str) -> Vec<Scenario> {
         ),
         load("set-100", "5a. set only, 100-byte values", Knobs { mix: "set".into(), preload: false, ..base.clone() }),
         load("set-4k", "5b. set only, 4 KiB values", Knobs { mix: "set".into(), values: "4096".into(), preload: false, ..base.clone() }),
-        load("latency-50", "6a. latency under load: open loop at 50% of memcached's get-hit peak", Knobs { rate_of_peak: Some(0.5), ..base.clone() }),
-        load("latency-80", "6b. latency under load: open loop at 80% of memcached's get-hit peak", Knobs { rate_of_peak: Some(0.8), ..base.clone() }),
+        load("latency-50", "6a. latency under load: open loop at 50% of memcached's get-hit peak", Knobs { rate_of_peak: Some(0.5), busy_poll: true, ..base.clone() }),
+        load("latency-80", "6b. latency under load: open loop at 80% of memcached's get-hit peak", Knobs { rate_of_peak: Some(0.8), busy_poll: true, ..base.clone() }),
     ];
     let mem_mb = if smoke { 8 } else { 256 };
     for (name, sizes, what) in [("memory-tiny", "8-40", "tiny values 8-40 B"), ("memory-small", "50-500", "small values 50-500 B"), ("memory-medium", "1k-16k", "medium values 1-16 KiB")] {
