@@ -10,13 +10,16 @@
 //!
 //! * [`text`]: the text (ASCII) protocol request parser.
 //! * [`reply`]: encoders for every reply line the text protocol sends.
+//! * [`meta`]: the meta protocol (`mg ms md ma mn me`): requests and replies.
 //! * [`binary`]: the binary protocol: request parser and response encoders.
 
 pub mod binary;
+pub mod meta;
 pub mod reply;
 pub mod text;
 
 #[doc(hidden)]
 pub mod invariants;
 
+pub use meta::{MetaCommand, MetaFlags, MetaRequest};
 pub use text::{parse, AdminCommand, Keys, Limits, Parsed, Request, StoreCommand};

@@ -114,6 +114,8 @@ pub enum AdminCommand {
     RefreshCerts,
 }
 
+use crate::meta::MetaRequest;
+
 /// A parsed request. Slices borrow the read buffer.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Request<'a> {
@@ -193,6 +195,8 @@ pub enum Request<'a> {
         command: AdminCommand,
         args: &'a [u8],
     },
+    /// A meta command (`mg ms md ma mn me`); see [`crate::meta`].
+    Meta(MetaRequest<'a>),
 }
 
 /// What [`parse`] found at the front of the buffer.
@@ -312,7 +316,10 @@ const MAX_LEADING_SPACES: usize = 100;
 ///   bytes whatever they contain; if its last two are not `\r\n` the whole
 ///   block is consumed and [`BAD_DATA_CHUNK`] answered, so what follows is
 ///   parsed as the next command.
-/// * Meta commands (`mg ms md ma mn me`) are not implemented yet: `ERROR`.
+/// * Meta commands (`mg ms md ma mn me`) return [`Request::Meta`]; their
+///   rules are in [`crate::meta`]. An `ms` data block is framed like a
+///   `set`'s (too large: [`Parsed::TooLarge`] with `StoreCommand::Set`; bad
+///   chunk: [`BAD_DATA_CHUNK`], never silent).
 pub fn parse<'a>(buf: &'a [u8], limits: &Limits) -> Parsed<'a> {
     let mut tokens = Tokens::new(buf);
     match tokens.scan(buf) {
@@ -506,6 +513,9 @@ fn command<'a>(t: &Tokens<'a>, buf: &'a [u8], consumed: usize, limits: &Limits) 
         b"watch" => admin(t, line, AdminCommand::Watch, 1),
         b"extstore" => admin(t, line, AdminCommand::Extstore, 2),
         b"refresh_certs" => admin(t, line, AdminCommand::RefreshCerts, 1),
+        b"mg" | b"ms" | b"md" | b"ma" | b"mn" | b"me" => {
+            crate::meta::parse(t.get(0), t.line, t.len, buf, consumed, limits)
+        }
         _ => unknown(t, line),
     }
 }
@@ -880,7 +890,7 @@ fn c_strtoull(tok: &[u8]) -> Option<u64> {
 
 /// memcached's `safe_strtoull`: a result with the top bit set is refused if
 /// the token has a minus sign anywhere.
-fn safe_u64(tok: &[u8]) -> Option<u64> {
+pub(crate) fn safe_u64(tok: &[u8]) -> Option<u64> {
     let v = c_strtoull(tok)?;
     if (v as i64) < 0 && tok.contains(&b'-') {
         return None;
@@ -890,7 +900,7 @@ fn safe_u64(tok: &[u8]) -> Option<u64> {
 
 /// memcached's `safe_strtoul`: as `safe_strtoull` (unsigned long is 64 bits),
 /// then truncated to 32 bits.
-fn safe_u32(tok: &[u8]) -> Option<u32> {
+pub(crate) fn safe_u32(tok: &[u8]) -> Option<u32> {
     safe_u64(tok).map(|v| v as u32)
 }
 
@@ -909,7 +919,7 @@ fn safe_i64(tok: &[u8]) -> Option<i64> {
 }
 
 /// memcached's `safe_strtol`: a 64-bit `long` stored into an `int32_t`.
-fn safe_i32(tok: &[u8]) -> Option<i32> {
+pub(crate) fn safe_i32(tok: &[u8]) -> Option<i32> {
     safe_i64(tok).map(|v| v as i32)
 }
 

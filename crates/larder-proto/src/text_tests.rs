@@ -690,7 +690,9 @@ fn unknown_commands_and_http() {
     assert_eq!(err(b"x\r\n"), ERROR);
     assert_eq!(err(b"x HTTP/1.1\r\n"), ERROR); // one-letter command: ERROR first
     assert_eq!(err(b"misbehave\r\n"), ERROR);
-    assert_eq!(err(b"mg k v\r\n"), ERROR); // meta: not yet
+    assert!(matches!(req(b"mg k v\r\n"), Request::Meta(_))); // meta: see meta_tests.rs
+    assert_eq!(err(b"mx k v\r\n"), ERROR);
+    assert_eq!(err(b"mx HTTP/1.1\r\n"), ERROR); // two-letter m..: dispatched
     assert_eq!(p(b"GET / HTTP/1.0\r\n"), Parsed::Close);
     assert_eq!(
         p(b"PUT /asdf/asd/fasdfasdf/sadf HTTP/1.1\r\n"),

@@ -1,0 +1,597 @@
+//! The meta protocol: `mg ms md ma mn me`, parsed from a text-protocol line
+//! (see [`crate::text::parse`], which returns [`Request::Meta`]) and the
+//! encoders for their replies.
+//!
+//! Everything follows memcached 1.6.18 (`proto_text.c`), byte for byte,
+//! including its quirks:
+//!
+//! * Return flags come back in the order the client sent them (not in a
+//!   fixed order). `mg` then appends `Z`, `X`, `W` in that order.
+//! * A flag is identified by the first byte of its token; any token whose
+//!   first byte was seen before is `CLIENT_ERROR duplicate flag`, so `v` and
+//!   `vv`, or `O1` and `O2`, clash. Every command accepts every known flag
+//!   letter (`b N T R l O P L k s t c f v h u q F C M J D I`) and ignores the
+//!   ones it has no use for; any other letter is `CLIENT_ERROR invalid flag`.
+//! * Errors are always sent, even under `q`; `q` only hides some nominal
+//!   replies (see [`suppressed`]).
+//! * `b`: the key is base64 (memcached's lenient decoder: bytes outside the
+//!   alphabet are skipped). The 250-byte key limit applies to the encoded
+//!   key. A returned key (`k`) is re-encoded canonically and followed by
+//!   ` b`.
+//!
+//! Parsing never allocates; a base64 key is decoded into a buffer inside
+//! [`MetaRequest`].
+
+use crate::text::{
+    item_size, safe_i32, safe_u32, safe_u64, Limits, Parsed, Request, StoreCommand, BAD_DATA_CHUNK,
+    BAD_FORMAT, ERROR, KEY_MAX_LENGTH,
+};
+
+/// The meta commands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetaCommand {
+    /// `mg <key> <flags>*`
+    Get,
+    /// `ms <key> <datalen> <flags>*\r\n<data>\r\n`
+    Set,
+    /// `md <key> <flags>*`
+    Delete,
+    /// `ma <key> <flags>*`
+    Arith,
+    /// `mn`: answer `MN\r\n` (and flush). Anything after `mn` is ignored.
+    Noop,
+    /// `me <key> [b]`: meta debug.
+    Debug,
+}
+
+/// The longest key a `b` (base64) key decodes to: 250 encoded bytes hold at
+/// most 62 full 4-byte groups.
+pub const BINARY_KEY_MAX: usize = KEY_MAX_LENGTH / 4 * 3;
+
+/// memcached's `MFLAG_MAX_OPAQUE_LENGTH`: an `O` token (the `O` included)
+/// longer than this is `CLIENT_ERROR opaque token too long`.
+pub const MAX_OPAQUE_TOKEN: usize = 32;
+
+/// The most flag tokens a meta line may carry: memcached refuses a line of
+/// 20 tokens or more (`MFLAG_MAX_OPT_LENGTH` counts the terminal token), so
+/// `mg`/`md`/`ma` have at most 17 flags and `ms` 16.
+pub const MAX_FLAG_TOKENS: usize = 17;
+
+// Error strings, exactly as memcached 1.6.18 sends them.
+pub const DUPLICATE_FLAG: &str = "CLIENT_ERROR duplicate flag";
+pub const INVALID_FLAG: &str = "CLIENT_ERROR invalid flag";
+pub const BAD_TOKEN: &str = "CLIENT_ERROR bad token in command line format";
+pub const DECODING_KEY: &str = "CLIENT_ERROR error decoding key";
+pub const M_TOKEN_LENGTH: &str = "CLIENT_ERROR incorrect length for M token";
+pub const INVALID_INITIAL: &str = "CLIENT_ERROR invalid numeric initial value";
+pub const INVALID_DELTA: &str = "CLIENT_ERROR invalid numeric delta value";
+/// `md` and `ma` answer every flag error with this one string.
+pub const INVALID_OR_DUPLICATE: &str = "CLIENT_ERROR invalid or duplicate flag";
+/// `mg` with 20 or more tokens (sic, "are").
+pub const MG_TOO_MANY_FLAGS: &str = "CLIENT_ERROR options flags are too long";
+/// `ms`, `md`, `ma` with 20 or more tokens.
+pub const TOO_MANY_FLAGS: &str = "CLIENT_ERROR options flags too long";
+pub const OPAQUE_TOO_LONG: &str = "CLIENT_ERROR opaque token too long";
+pub const MS_INVALID_MODE: &str = "CLIENT_ERROR invalid mode for ms M token";
+pub const MA_INVALID_MODE: &str = "CLIENT_ERROR invalid mode for ma M token";
+/// `ma` on a value that is not a number (the server's to send).
+pub const NON_NUMERIC: &str = "CLIENT_ERROR cannot increment or decrement non-numeric value";
+
+/// A request's key: a slice of the read buffer, or a decoded base64 key
+/// held inline (no allocation).
+#[derive(Clone, Copy)]
+enum Key<'a> {
+    Text(&'a [u8]),
+    Binary { len: u8, buf: [u8; BINARY_KEY_MAX] },
+}
+
+/// The flags of a meta request. `mask` records which flag letters were
+/// present ([`MetaFlags::has`]); the token-carrying ones are also parsed
+/// into typed fields. Numbers were validated as memcached does (`strtol`
+/// rules, 32-bit truncation of `F`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MetaFlags<'a> {
+    mask: u64,
+    /// Flag letters in request order (first byte of each flag token).
+    order: [u8; MAX_FLAG_TOKENS],
+    count: u8,
+    /// `T<ttl>`: new TTL (raw protocol value, as `exptime` of `set`).
+    pub ttl: Option<i32>,
+    /// `N<ttl>`: vivify on miss with this TTL (raw protocol value).
+    pub vivify_ttl: Option<i32>,
+    /// `R<ttl>`: win a recache token if the TTL remaining is below this
+    /// (raw protocol value).
+    pub recache_ttl: Option<i32>,
+    /// `F<flags>`: client flags for `ms` (0 when absent).
+    pub client_flags: u32,
+    /// `C<cas>`: compare CAS.
+    pub cas: Option<u64>,
+    /// `M<mode>`: the mode byte (validated for `ms`/`ma` by the parser).
+    pub mode: Option<u8>,
+    /// `J<initial>`: `ma` initial value on autovivify (default 0).
+    pub initial: u64,
+    /// `D<delta>`: `ma` delta (default 1).
+    pub delta: u64,
+    /// `O<opaque>`: the whole token, `O` included, echoed as is. Empty when
+    /// absent.
+    pub opaque: &'a [u8],
+}
+
+fn bit(letter: u8) -> u64 {
+    match letter {
+        b'A'..=b'Z' => 1 << (letter - b'A'),
+        b'a'..=b'z' => 1 << (26 + letter - b'a'),
+        _ => 0,
+    }
+}
+
+impl<'a> MetaFlags<'a> {
+    fn new() -> Self {
+        MetaFlags {
+            mask: 0,
+            order: [0; MAX_FLAG_TOKENS],
+            count: 0,
+            ttl: None,
+            vivify_ttl: None,
+            recache_ttl: None,
+            client_flags: 0,
+            cas: None,
+            mode: None,
+            initial: 0,
+            delta: 1,
+            opaque: b"",
+        }
+    }
+
+    /// Was flag `letter` (e.g. `b'v'`, `b'q'`, `b'I'`) given?
+    pub fn has(&self, letter: u8) -> bool {
+        self.mask & bit(letter) != 0
+    }
+
+    /// The flag letters in request order (this is the order of return flags).
+    pub fn order(&self) -> &[u8] {
+        &self.order[..usize::from(self.count)]
+    }
+
+    /// `q`: noreply semantics for nominal replies (see [`suppressed`]).
+    pub fn quiet(&self) -> bool {
+        self.has(b'q')
+    }
+}
+
+/// A parsed meta request.
+#[derive(Clone, Copy)]
+pub struct MetaRequest<'a> {
+    pub command: MetaCommand,
+    key: Key<'a>,
+    /// `ms`: the data block, without its `\r\n`. Empty for other commands.
+    pub data: &'a [u8],
+    pub flags: MetaFlags<'a>,
+}
+
+impl<'a> MetaRequest<'a> {
+    fn new(command: MetaCommand, key: &'a [u8]) -> Self {
+        MetaRequest {
+            command,
+            key: Key::Text(key),
+            data: b"",
+            flags: MetaFlags::new(),
+        }
+    }
+
+    /// The key, base64-decoded when the request had `b`. Empty for `mn`.
+    pub fn key(&self) -> &[u8] {
+        match &self.key {
+            Key::Text(k) => k,
+            Key::Binary { len, buf } => &buf[..usize::from(*len)],
+        }
+    }
+
+    /// The key arrived base64-encoded (`b`): a stored item should remember
+    /// it (memcached's `ITEM_KEY_BINARY`) and returned keys are re-encoded.
+    pub fn key_binary(&self) -> bool {
+        matches!(self.key, Key::Binary { .. })
+    }
+
+    /// `q` was given.
+    pub fn quiet(&self) -> bool {
+        self.flags.quiet()
+    }
+
+    /// `ms`: the store operation, from `M` (`S` set, `E` add, `A` append,
+    /// `P` prepend, `R` replace; default set). As memcached does, a `C`
+    /// turns set and replace into a CAS store; add, append and prepend keep
+    /// their mode and the server compares the CAS itself for them (append
+    /// and prepend: a simplified CAS check; add ignores it).
+    pub fn store_mode(&self) -> StoreCommand {
+        let base = match self.flags.mode {
+            Some(b'E') => StoreCommand::Add,
+            Some(b'A') => StoreCommand::Append,
+            Some(b'P') => StoreCommand::Prepend,
+            Some(b'R') => StoreCommand::Replace,
+            _ => StoreCommand::Set,
+        };
+        match (base, self.flags.cas) {
+            (StoreCommand::Set | StoreCommand::Replace, Some(c)) => StoreCommand::Cas(c),
+            (b, _) => b,
+        }
+    }
+
+    /// `ma`: increment (default, `MI`, `M+`) or decrement (`MD`, `M-`).
+    pub fn incr(&self) -> bool {
+        !matches!(self.flags.mode, Some(b'D' | b'-'))
+    }
+
+    /// `mg`/`ma`: the `O` token is too long. memcached only notices while
+    /// writing the reply, after the command took effect; the encoders then
+    /// write [`OPAQUE_TOO_LONG`] instead of the reply. (`ms` and `md` refuse
+    /// such a request at parse time.)
+    pub fn opaque_too_long(&self) -> bool {
+        self.flags.opaque.len() > MAX_OPAQUE_TOKEN
+    }
+}
+
+impl PartialEq for MetaRequest<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.command == other.command
+            && self.key() == other.key()
+            && self.key_binary() == other.key_binary()
+            && self.data == other.data
+            && self.flags == other.flags
+    }
+}
+
+impl Eq for MetaRequest<'_> {}
+
+impl std::fmt::Debug for MetaRequest<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetaRequest")
+            .field("command", &self.command)
+            .field("key", &String::from_utf8_lossy(self.key()))
+            .field("key_binary", &self.key_binary())
+            .field("data_len", &self.data.len())
+            .field("flags", &self.flags)
+            .finish()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// base64, as memcached's base64.c does it.
+
+const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// memcached's decode table: the alphabet, `=` as 0, everything else 0x80
+/// (skipped).
+static B64_DECODE: [u8; 256] = {
+    let mut t = [0x80u8; 256];
+    let mut i = 0;
+    while i < 64 {
+        t[B64[i] as usize] = i as u8;
+        i += 1;
+    }
+    t[b'=' as usize] = 0;
+    t
+};
+
+/// memcached's `base64_decode`: `None` where it returns 0 (no symbols, a
+/// symbol count not a multiple of 4, bad padding, or an empty result).
+/// Bytes outside the alphabet are skipped; decoding stops after the first
+/// group holding padding.
+pub fn base64_decode(src: &[u8], out: &mut [u8]) -> Option<usize> {
+    let count = src
+        .iter()
+        .filter(|&&b| B64_DECODE[usize::from(b)] != 0x80)
+        .count();
+    if count == 0 || count % 4 != 0 || count / 4 * 3 > out.len() {
+        return None;
+    }
+    let mut pos = 0;
+    let mut block = [0u8; 4];
+    let mut n = 0;
+    let mut pad = 0;
+    for &b in src {
+        let v = B64_DECODE[usize::from(b)];
+        if v == 0x80 {
+            continue;
+        }
+        if b == b'=' {
+            pad += 1;
+        }
+        block[n] = v;
+        n += 1;
+        if n == 4 {
+            out[pos] = (block[0] << 2) | (block[1] >> 4);
+            out[pos + 1] = (block[1] << 4) | (block[2] >> 2);
+            out[pos + 2] = (block[2] << 6) | block[3];
+            pos += 3;
+            n = 0;
+            if pad > 0 {
+                match pad {
+                    1 => pos -= 1,
+                    2 => pos -= 2,
+                    _ => return None,
+                }
+                break;
+            }
+        }
+    }
+    if pos == 0 {
+        None
+    } else {
+        Some(pos)
+    }
+}
+
+/// Append the canonical base64 encoding of `src` (with `=` padding).
+pub fn base64_encode(out: &mut Vec<u8>, src: &[u8]) {
+    let mut chunks = src.chunks_exact(3);
+    for c in &mut chunks {
+        out.extend_from_slice(&[
+            B64[usize::from(c[0] >> 2)],
+            B64[usize::from(((c[0] & 3) << 4) | (c[1] >> 4))],
+            B64[usize::from(((c[1] & 0x0f) << 2) | (c[2] >> 6))],
+            B64[usize::from(c[2] & 0x3f)],
+        ]);
+    }
+    match *chunks.remainder() {
+        [a] => out.extend_from_slice(&[
+            B64[usize::from(a >> 2)],
+            B64[usize::from((a & 3) << 4)],
+            b'=',
+            b'=',
+        ]),
+        [a, b] => out.extend_from_slice(&[
+            B64[usize::from(a >> 2)],
+            B64[usize::from(((a & 3) << 4) | (b >> 4))],
+            B64[usize::from((b & 0x0f) << 2)],
+            b'=',
+        ]),
+        _ => {}
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Parsing.
+
+/// Split `line` on spaces (the text parser has already checked that it has
+/// fewer than 20 tokens where that matters).
+fn tokens(line: &[u8]) -> impl Iterator<Item = &[u8]> {
+    line.split(|&b| b == b' ').filter(|t| !t.is_empty())
+}
+
+fn error<'a>(error: &'static str, consumed: usize, swallow: usize) -> Parsed<'a> {
+    Parsed::Error {
+        error,
+        consumed,
+        swallow,
+    }
+}
+
+/// Parse a meta command line. `name` is the two-byte command, `line` the
+/// command text (no `\r\n`), `ntokens` memcached's count of real tokens
+/// (at most 23), `consumed` the bytes of the line with its `\n`.
+pub(crate) fn parse<'a>(
+    name: &[u8],
+    line: &'a [u8],
+    ntokens: usize,
+    buf: &'a [u8],
+    consumed: usize,
+    limits: &Limits,
+) -> Parsed<'a> {
+    let command = match name {
+        b"mg" => MetaCommand::Get,
+        b"ms" => MetaCommand::Set,
+        b"md" => MetaCommand::Delete,
+        b"ma" => MetaCommand::Arith,
+        b"mn" => MetaCommand::Noop,
+        b"me" => MetaCommand::Debug,
+        _ => return error(ERROR, consumed, 0),
+    };
+    let request = |request| Parsed::Request {
+        request: Request::Meta(request),
+        consumed,
+    };
+    if command == MetaCommand::Noop {
+        return request(MetaRequest::new(command, b""));
+    }
+    let mut toks = tokens(line);
+    toks.next();
+    let key = match toks.next() {
+        Some(k) => k,
+        None if command == MetaCommand::Debug => return error(BAD_FORMAT, consumed, 0),
+        None => return error(ERROR, consumed, 0),
+    };
+    if key.len() > KEY_MAX_LENGTH {
+        return error(BAD_FORMAT, consumed, 0);
+    }
+    let mut req = MetaRequest::new(command, key);
+    if command == MetaCommand::Debug {
+        // Only `me <key> b` decodes; anything else after the key is ignored.
+        if ntokens >= 3 && toks.next() == Some(b"b") {
+            if !decode_key(&mut req, key) {
+                return error(BAD_FORMAT, consumed, 0);
+            }
+        }
+        return request(req);
+    }
+    if command == MetaCommand::Set && ntokens == 2 {
+        return error(BAD_FORMAT, consumed, 0);
+    }
+    if ntokens >= 20 {
+        let e = if command == MetaCommand::Get {
+            MG_TOO_MANY_FLAGS
+        } else {
+            TOO_MANY_FLAGS
+        };
+        return error(e, consumed, 0);
+    }
+    if command == MetaCommand::Set {
+        return set(req, key, toks, buf, consumed, limits);
+    }
+    if let Err(e) = preparse(&mut req, key, toks) {
+        let e = if command == MetaCommand::Get {
+            e
+        } else {
+            INVALID_OR_DUPLICATE
+        };
+        return error(e, consumed, 0);
+    }
+    match command {
+        MetaCommand::Delete if req.opaque_too_long() => return error(OPAQUE_TOO_LONG, consumed, 0),
+        MetaCommand::Arith if !matches!(req.flags.mode, None | Some(b'I' | b'+' | b'D' | b'-')) => {
+            return error(MA_INVALID_MODE, consumed, 0)
+        }
+        _ => {}
+    }
+    request(req)
+}
+
+/// `ms <key> <datalen> <flags>*\r\n<data>\r\n`
+fn set<'a>(
+    mut req: MetaRequest<'a>,
+    key: &'a [u8],
+    mut toks: impl Iterator<Item = &'a [u8]>,
+    buf: &'a [u8],
+    consumed: usize,
+    limits: &Limits,
+) -> Parsed<'a> {
+    let vlen = match toks.next().and_then(safe_i32) {
+        Some(v) if (0..=i32::MAX - 2).contains(&v) => v as usize,
+        _ => return error(BAD_FORMAT, consumed, 0),
+    };
+    // From here on memcached swallows the data block after an error.
+    let block = vlen + 2;
+    if let Err(e) = preparse(&mut req, key, toks) {
+        return error(e, consumed, block);
+    }
+    if !matches!(
+        req.flags.mode,
+        None | Some(b'E' | b'A' | b'P' | b'R' | b'S')
+    ) {
+        return error(MS_INVALID_MODE, consumed, block);
+    }
+    if req.opaque_too_long() {
+        return error(OPAQUE_TOO_LONG, consumed, block);
+    }
+    if item_size(req.key().len(), req.flags.client_flags, vlen) > limits.item_size_max {
+        // memcached unlinks the key whatever the mode. A base64 key is not
+        // in the buffer: pass an empty key (no item is unlinked).
+        return Parsed::TooLarge {
+            command: StoreCommand::Set,
+            key: if req.key_binary() { b"" } else { key },
+            noreply: false,
+            consumed,
+            swallow: block,
+        };
+    }
+    let end = consumed + block;
+    if buf.len() < end {
+        return Parsed::Incomplete { needed: Some(end) };
+    }
+    if &buf[end - 2..end] != b"\r\n" {
+        // Always answered, even under `q`.
+        return error(BAD_DATA_CHUNK, end, 0);
+    }
+    req.data = &buf[consumed..end - 2];
+    Parsed::Request {
+        request: Request::Meta(req),
+        consumed: end,
+    }
+}
+
+fn decode_key(req: &mut MetaRequest<'_>, key: &[u8]) -> bool {
+    let mut buf = [0u8; BINARY_KEY_MAX];
+    match base64_decode(key, &mut buf) {
+        Some(len) => {
+            req.key = Key::Binary {
+                len: len as u8,
+                buf,
+            };
+            true
+        }
+        None => false,
+    }
+}
+
+/// memcached's `_meta_flag_preparse`: a duplicate or unknown flag stops at
+/// once; other errors are noted (the last one's message wins; a bad `F` has
+/// none of its own) and parsing goes on.
+fn preparse<'a>(
+    req: &mut MetaRequest<'a>,
+    key: &[u8],
+    toks: impl Iterator<Item = &'a [u8]>,
+) -> Result<(), &'static str> {
+    let mut failed: Option<&'static str> = None;
+    let f = &mut req.flags;
+    let mut decoded = None;
+    for tok in toks {
+        let o = tok[0];
+        if o >= 127 || f.mask & bit(o) != 0 {
+            return Err(DUPLICATE_FLAG);
+        }
+        let arg = &tok[1..];
+        match o {
+            b'b' => {
+                // memcached decodes the key in place right here.
+                let mut buf = [0u8; BINARY_KEY_MAX];
+                match base64_decode(key, &mut buf) {
+                    Some(len) => decoded = Some((len as u8, buf)),
+                    None => failed = Some(DECODING_KEY),
+                }
+            }
+            b'N' => match safe_i32(arg) {
+                Some(v) => f.vivify_ttl = Some(v),
+                None => failed = Some(BAD_TOKEN),
+            },
+            b'T' => match safe_i32(arg) {
+                Some(v) => f.ttl = Some(v),
+                None => failed = Some(BAD_TOKEN),
+            },
+            b'R' => match safe_i32(arg) {
+                Some(v) => f.recache_ttl = Some(v),
+                None => failed = Some(BAD_TOKEN),
+            },
+            b'O' => f.opaque = tok,
+            b'l' | b'P' | b'L' | b'k' | b's' | b't' | b'c' | b'f' | b'v' | b'h' | b'u' | b'q'
+            | b'I' => {}
+            b'F' => match safe_u32(arg) {
+                Some(v) => f.client_flags = v,
+                None => failed = Some(failed.unwrap_or(BAD_FORMAT)),
+            },
+            b'C' => match safe_u64(arg) {
+                Some(v) => f.cas = Some(v),
+                None => failed = Some(BAD_TOKEN),
+            },
+            b'M' => {
+                if tok.len() != 2 {
+                    failed = Some(M_TOKEN_LENGTH)
+                } else {
+                    f.mode = Some(tok[1])
+                }
+            }
+            b'J' => match safe_u64(arg) {
+                Some(v) => f.initial = v,
+                None => failed = Some(INVALID_INITIAL),
+            },
+            b'D' => match safe_u64(arg) {
+                Some(v) => f.delta = v,
+                None => failed = Some(INVALID_DELTA),
+            },
+            _ => return Err(INVALID_FLAG),
+        }
+        f.mask |= bit(o);
+        f.order[usize::from(f.count)] = o;
+        f.count += 1;
+    }
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    if let Some((len, buf)) = decoded {
+        req.key = Key::Binary { len, buf };
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "meta_tests.rs"]
+mod tests;
