@@ -4,7 +4,7 @@
 //! hash of a key supplies every derived position:
 //!
 //! * bits 48..64: the 16-bit index tag,
-//! * bits 40..46: the shard,
+//! * bits 40..48: the shard (up to 256 shards),
 //! * the low bits: the first candidate bucket; the second is derived from
 //!   the first and the tag ([`alt_bucket`]).
 
@@ -29,7 +29,7 @@ pub fn tag(h: u64) -> u16 {
     (h >> 48) as u16
 }
 
-/// The shard of a hash, for `nshards` a power of two up to 64.
+/// The shard of a hash, for `nshards` a power of two up to 256.
 pub fn shard(h: u64, nshards: usize) -> usize {
     ((h >> 40) as usize) & (nshards - 1)
 }
