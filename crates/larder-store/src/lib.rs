@@ -31,7 +31,9 @@
 //! ```text
 //! offset  size   field
 //! 0       1      control: bits 0-1 = value-length width - 1 (1..4 bytes),
-//!                bit 2 = client flags present, bit 3 = fetched, 4-7 = 0
+//!                bit 2 = client flags present, bit 3 = fetched,
+//!                bit 4 = stale, bit 5 = win token sent (meta protocol),
+//!                bits 6-7 = 0
 //! 1       1      key length (1..=250)
 //! 2       w      value length (w = 1..4 bytes, smallest that fits)
 //! 2+w     4      exptime (absolute server time, 0 = never; touch patches it)
