@@ -22,6 +22,7 @@
 //! Parsing never allocates; a base64 key is decoded into a buffer inside
 //! [`MetaRequest`].
 
+use crate::reply::push_u64;
 use crate::text::{
     item_size, safe_i32, safe_u32, safe_u64, Limits, Parsed, Request, StoreCommand, BAD_DATA_CHUNK,
     BAD_FORMAT, ERROR, KEY_MAX_LENGTH,
@@ -590,6 +591,402 @@ fn preparse<'a>(
         req.key = Key::Binary { len, buf };
     }
     Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Replies.
+
+/// A meta reply's status code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetaStatus {
+    /// `VA <len>`: a value follows (`mg`/`ma` with `v`).
+    Va,
+    /// `HD`: success, no value.
+    Hd,
+    /// `EN`: miss (`mg`, `me`).
+    En,
+    /// `NF`: not found (`md`, `ma`; `ms` with `C` on a missing key).
+    Nf,
+    /// `NS`: not stored.
+    Ns,
+    /// `EX`: CAS mismatch.
+    Ex,
+}
+
+impl MetaStatus {
+    fn code(self) -> &'static [u8] {
+        match self {
+            MetaStatus::Va => b"VA",
+            MetaStatus::Hd => b"HD",
+            MetaStatus::En => b"EN",
+            MetaStatus::Nf => b"NF",
+            MetaStatus::Ns => b"NS",
+            MetaStatus::Ex => b"EX",
+        }
+    }
+}
+
+/// Does `q` hide this reply? (memcached 1.6.18, checked against the real
+/// server: protocol.txt says more than the code does.)
+///
+/// * `mg`: only `EN` (a hit, `HD` or `VA`, is always sent).
+/// * `ms`: only `HD` (`NS`, `EX`, `NF` are sent).
+/// * `md`: only `HD` (`NF` and `EX` are sent, whatever protocol.txt says).
+/// * `ma`: `HD`/`VA` of an existing counter; not when the counter was just
+///   created by `N` (`vivified`); `NF`, `EX`, `NS` are sent.
+/// * `mn`, `me`: never.
+///
+/// Errors are never hidden.
+pub fn suppressed(command: MetaCommand, status: MetaStatus, vivified: bool) -> bool {
+    match command {
+        MetaCommand::Get => status == MetaStatus::En,
+        MetaCommand::Set | MetaCommand::Delete => status == MetaStatus::Hd,
+        MetaCommand::Arith => matches!(status, MetaStatus::Hd | MetaStatus::Va) && !vivified,
+        MetaCommand::Noop | MetaCommand::Debug => false,
+    }
+}
+
+/// A TTL as memcached prints it for `t`: `-1` for an item that never
+/// expires, else the seconds remaining as an unsigned 32-bit number (a
+/// negative remainder, possible only after a `T` in the past, wraps as in
+/// memcached).
+fn push_ttl(out: &mut Vec<u8>, ttl: Option<i64>) {
+    match ttl {
+        None => out.extend_from_slice(b"-1"),
+        Some(t) => push_u64(out, u64::from(t as u32)),
+    }
+}
+
+/// ` k<key>`, or ` k<base64 key> b` for a binary key.
+fn push_key(out: &mut Vec<u8>, key: &[u8], binary: bool) {
+    out.extend_from_slice(b" k");
+    if binary {
+        base64_encode(out, key);
+        out.extend_from_slice(b" b");
+    } else {
+        out.extend_from_slice(key);
+    }
+}
+
+fn push_flag(out: &mut Vec<u8>, letter: u8, n: u64) {
+    out.push(b' ');
+    out.push(letter);
+    push_u64(out, n);
+}
+
+fn push_opaque(out: &mut Vec<u8>, req: &MetaRequest<'_>) {
+    out.push(b' ');
+    out.extend_from_slice(req.flags.opaque);
+}
+
+fn opaque_error(out: &mut Vec<u8>) {
+    line(out, OPAQUE_TOO_LONG.as_bytes());
+}
+
+fn line(out: &mut Vec<u8>, text: &[u8]) {
+    out.extend_from_slice(text);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// What the server found for an `mg` hit (or created with `N`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MgItem<'v> {
+    /// The value (sent with `v`; its length is `s` and `VA <len>`).
+    pub value: &'v [u8],
+    /// Client flags (`f`).
+    pub client_flags: u32,
+    /// CAS unique (`c`).
+    pub cas: u64,
+    /// Seconds remaining before this request's `T` (`None`: never
+    /// expires). An item just created by `N` has `None` here.
+    pub ttl: Option<i64>,
+    /// Seconds remaining after this request's `T`, or `N` when it created
+    /// the item. `t` prints `ttl` or `ttl_after` depending on whether the
+    /// `T`/`N` token came before the `t` token in the request, as memcached
+    /// does. Equal to `ttl` when neither applies.
+    pub ttl_after: Option<i64>,
+    /// Seconds since the item was last accessed, before this access (`l`).
+    pub last_access: u64,
+    /// The item had been fetched before this request (`h1`/`h0`).
+    pub fetched: bool,
+    /// The stored key is binary (it was stored with `b`): memcached echoes
+    /// the key (`k`) of a hit by the item's flag, not the request's.
+    pub key_binary: bool,
+    /// This request created the item (`N` on a miss).
+    pub created: bool,
+    /// A win token had already been sent for this item before this request
+    /// (`Z`).
+    pub token_sent: bool,
+    /// The item is stale (marked by `md ... I`, or `ms ... I` with an older
+    /// CAS) (`X`).
+    pub stale: bool,
+    /// This request won the recache token (`W`); the server then marks the
+    /// token sent. memcached: won = (`N` and `created`) or (`R` given, not
+    /// `token_sent`, not `created`, item has a TTL and it is below `R`'s) or
+    /// (`stale` and not `token_sent`).
+    pub won: bool,
+}
+
+/// `mg` hit: `VA <len> <flags>*\r\n<data>\r\n` (with `v`) or
+/// `HD <flags>*\r\n`. Return flags `s t c f l h O k` in request order,
+/// then `Z`, `X`, `W`. Never hidden by `q`. An `O` token longer than 32
+/// bytes gives [`OPAQUE_TOO_LONG`] instead (memcached noticed after the
+/// fetch, and had applied a `T` that came before the `O`).
+pub fn mg_hit(out: &mut Vec<u8>, req: &MetaRequest<'_>, item: &MgItem<'_>) {
+    if req.opaque_too_long() {
+        return opaque_error(out);
+    }
+    let value = req.flags.has(b'v');
+    if value {
+        out.extend_from_slice(b"VA ");
+        push_u64(out, item.value.len() as u64);
+    } else {
+        out.extend_from_slice(b"HD");
+    }
+    let mut ttl = item.ttl;
+    for &f in req.flags.order() {
+        match f {
+            b'T' => ttl = item.ttl_after,
+            b'N' if item.created => ttl = item.ttl_after,
+            b's' => push_flag(out, b's', item.value.len() as u64),
+            b't' => {
+                out.extend_from_slice(b" t");
+                push_ttl(out, ttl);
+            }
+            b'c' => push_flag(out, b'c', item.cas),
+            b'f' => push_flag(out, b'f', u64::from(item.client_flags)),
+            b'l' => push_flag(out, b'l', u64::from(item.last_access as u32)),
+            b'h' => push_flag(out, b'h', u64::from(item.fetched)),
+            b'O' => push_opaque(out, req),
+            b'k' => push_key(out, req.key(), item.key_binary),
+            _ => {}
+        }
+    }
+    if item.token_sent {
+        out.extend_from_slice(b" Z");
+    }
+    if item.stale {
+        out.extend_from_slice(b" X");
+    }
+    if item.won {
+        out.extend_from_slice(b" W");
+    }
+    out.extend_from_slice(b"\r\n");
+    if value {
+        line(out, item.value);
+    }
+}
+
+/// `mg` miss: `EN <flags>*\r\n` with `O` and `k` in request order; nothing
+/// under `q` (but an overlong `O` is still [`OPAQUE_TOO_LONG`]).
+pub fn mg_miss(out: &mut Vec<u8>, req: &MetaRequest<'_>) {
+    if req.opaque_too_long() {
+        return opaque_error(out);
+    }
+    if req.quiet() {
+        return;
+    }
+    status_with_opaque_key(out, req, MetaStatus::En);
+}
+
+/// `<code>` then `O` and `k` (the request's key) in request order.
+fn status_with_opaque_key(out: &mut Vec<u8>, req: &MetaRequest<'_>, status: MetaStatus) {
+    out.extend_from_slice(status.code());
+    for &f in req.flags.order() {
+        match f {
+            b'O' => push_opaque(out, req),
+            b'k' => push_key(out, req.key(), req.key_binary()),
+            _ => {}
+        }
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// `ms` result: `HD`/`NS`/`EX`/`NF` then `O k c` in request order. `cas`
+/// is the stored item's new CAS (memcached prints `c0` when nothing was
+/// stored). `HD` is hidden by `q`.
+pub fn ms(out: &mut Vec<u8>, req: &MetaRequest<'_>, status: MetaStatus, cas: u64) {
+    if req.quiet() && status == MetaStatus::Hd {
+        return;
+    }
+    out.extend_from_slice(status.code());
+    for &f in req.flags.order() {
+        match f {
+            b'O' => push_opaque(out, req),
+            b'k' => push_key(out, req.key(), req.key_binary()),
+            b'c' => push_flag(out, b'c', cas),
+            _ => {}
+        }
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// `md` result: `HD`/`NF`/`EX` then `O k` in request order. Only `HD` is
+/// hidden by `q`.
+pub fn md(out: &mut Vec<u8>, req: &MetaRequest<'_>, status: MetaStatus) {
+    if req.quiet() && status == MetaStatus::Hd {
+        return;
+    }
+    status_with_opaque_key(out, req, status);
+}
+
+/// What `ma` did to an item that exists after it (incremented, decremented,
+/// or created by `N`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MaItem {
+    /// The counter's new value (with `v`: `VA <digits>` and the digits).
+    pub value: u64,
+    /// The item's CAS after the operation (`c`).
+    pub cas: u64,
+    /// Seconds remaining before this request's `T`/`N` (`None`: never
+    /// expires; a created counter has `None`).
+    pub ttl: Option<i64>,
+    /// Seconds remaining after `T` (or `N` when created). As for `mg`, `t`
+    /// prints one or the other by token order.
+    pub ttl_after: Option<i64>,
+    /// The counter was created by this request (`N` on a miss): memcached
+    /// does not hide that reply under `q`.
+    pub created: bool,
+}
+
+/// The outcome of `ma`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MaOutcome {
+    /// `HD` / `VA` with `c t O k` in request order.
+    Item(MaItem),
+    /// `NF` (miss without `N`) with `O k`.
+    NotFound,
+    /// `EX` (CAS mismatch) with `O k`.
+    Exists,
+    /// `NS` (a vivify store failed) with `O k`.
+    NotStored,
+}
+
+/// `ma` reply. Under `q` an `Item` that was not created is hidden. An `O`
+/// token longer than 32 bytes gives [`OPAQUE_TOO_LONG`] (memcached noticed
+/// after the arithmetic was done). The server answers a non-numeric value
+/// with [`NON_NUMERIC`] itself.
+pub fn ma(out: &mut Vec<u8>, req: &MetaRequest<'_>, outcome: &MaOutcome) {
+    if req.opaque_too_long() {
+        return opaque_error(out);
+    }
+    let item = match outcome {
+        MaOutcome::Item(item) => item,
+        MaOutcome::NotFound => return status_with_opaque_key(out, req, MetaStatus::Nf),
+        MaOutcome::Exists => return status_with_opaque_key(out, req, MetaStatus::Ex),
+        MaOutcome::NotStored => return status_with_opaque_key(out, req, MetaStatus::Ns),
+    };
+    if req.quiet() && !item.created {
+        return;
+    }
+    let mut digits = [0u8; 20];
+    let digits = {
+        let mut n = item.value;
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        &digits[i..]
+    };
+    let value = req.flags.has(b'v');
+    if value {
+        out.extend_from_slice(b"VA ");
+        push_u64(out, digits.len() as u64);
+    } else {
+        out.extend_from_slice(b"HD");
+    }
+    let mut ttl = item.ttl;
+    for &f in req.flags.order() {
+        match f {
+            b'c' => push_flag(out, b'c', item.cas),
+            b't' => {
+                out.extend_from_slice(b" t");
+                push_ttl(out, ttl);
+            }
+            b'T' => ttl = item.ttl_after,
+            b'N' if item.created => ttl = item.ttl_after,
+            b'O' => push_opaque(out, req),
+            b'k' => push_key(out, req.key(), req.key_binary()),
+            _ => {}
+        }
+    }
+    if value {
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(digits);
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// `mn`: `MN\r\n`. memcached also flushes its output here.
+pub fn mn(out: &mut Vec<u8>) {
+    out.extend_from_slice(b"MN\r\n");
+}
+
+/// What `me` reports about an item.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MeItem {
+    /// Seconds remaining (`None`: never expires). memcached prints
+    /// `exp=-1` for never, and otherwise the remaining time *negated*
+    /// (`current_time - exptime`): an item with 30 s left shows `exp=-30`.
+    pub ttl: Option<i64>,
+    /// Seconds since last access (`la=`).
+    pub last_access: u64,
+    pub cas: u64,
+    /// `fetch=yes|no`.
+    pub fetched: bool,
+    /// Slab class (`cls=`); larder has none: pass 1.
+    pub class: u32,
+    /// memcached's `ITEM_ntotal`: pass
+    /// [`crate::text::item_size`]`(key_len, client_flags, value_len)`.
+    pub size: u64,
+    /// The stored key is binary: printed base64-encoded.
+    pub key_binary: bool,
+}
+
+/// `me` hit: `ME <key> exp=.. la=.. cas=.. fetch=yes|no cls=.. size=..\r\n`.
+/// The key is the stored item's (re-encoded when binary). A miss is `EN\r\n`
+/// ([`me_miss`]).
+pub fn me(out: &mut Vec<u8>, key: &[u8], item: &MeItem) {
+    out.extend_from_slice(b"ME ");
+    if item.key_binary {
+        base64_encode(out, key);
+    } else {
+        out.extend_from_slice(key);
+    }
+    out.extend_from_slice(b" exp=");
+    match item.ttl {
+        None => out.extend_from_slice(b"-1"),
+        Some(t) => {
+            let shown = (t as u32).wrapping_neg() as i32;
+            if shown < 0 {
+                out.push(b'-');
+            }
+            push_u64(out, u64::from(shown.unsigned_abs()));
+        }
+    }
+    out.extend_from_slice(b" la=");
+    push_u64(out, u64::from(item.last_access as u32));
+    out.extend_from_slice(b" cas=");
+    push_u64(out, item.cas);
+    out.extend_from_slice(if item.fetched {
+        b" fetch=yes cls="
+    } else {
+        b" fetch=no cls="
+    });
+    push_u64(out, u64::from(item.class));
+    out.extend_from_slice(b" size=");
+    push_u64(out, item.size);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// `me` miss.
+pub fn me_miss(out: &mut Vec<u8>) {
+    out.extend_from_slice(b"EN\r\n");
 }
 
 #[cfg(test)]
