@@ -42,6 +42,8 @@ pub struct Settings {
     pub debug_time: bool,
     pub maxconns_fast: bool,
     pub coredumps: bool,
+    /// Grace mode (`-o grace=`, `grace_prefix=`, `grace_lease=`).
+    pub grace: crate::grace::GraceConfig,
     /// Warnings to print at start-up (flags accepted but without effect).
     pub warnings: Vec<String>,
 }
@@ -95,6 +97,7 @@ impl Default for Settings {
             debug_time: false,
             maxconns_fast: true,
             coredumps: false,
+            grace: crate::grace::GraceConfig { lease: 5, ..Default::default() },
             warnings: Vec::new(),
         }
     }
@@ -371,6 +374,27 @@ fn parse_extended<'a>(list: &'a str, s: &mut Settings) -> Result<(), UsageError>
                     v.parse().map_err(|_| UsageError(format!("larder: bad idle_timeout '{v}'")))?;
             }
             "relaxed_privileges" => s.relaxed_privileges = true,
+            "grace" | "grace_lease" => {
+                let v = need(value)?;
+                let secs = crate::grace::parse_duration(v)
+                    .ok_or_else(|| UsageError(format!("larder: bad duration for -o {name}: '{v}'")))?;
+                if name == "grace" {
+                    s.grace.default = secs;
+                } else if secs == 0 {
+                    return err("larder: -o grace_lease must be at least 1s");
+                } else {
+                    s.grace.lease = secs;
+                }
+            }
+            "grace_prefix" => {
+                // prefix:duration; the prefix may itself contain ':'.
+                let v = need(value)?;
+                let parsed = v.rsplit_once(':').and_then(|(p, d)| Some((p, crate::grace::parse_duration(d)?)));
+                match parsed {
+                    Some((p, secs)) if !p.is_empty() => s.grace.prefixes.push((p.as_bytes().to_vec(), secs)),
+                    _ => return err(format!("larder: -o grace_prefix wants prefix:duration, got '{v}'")),
+                }
+            }
             "debugtime" => s.debug_time = true,
             "maxconns_fast" => s.maxconns_fast = true,
             "no_maxconns_fast" => s.maxconns_fast = false,
@@ -436,6 +460,11 @@ pub fn help_text() -> String {
    - idle_timeout:        timeout for idle connections, seconds (default: 0, no timeout)
    - maxconns_fast:       immediately close new connections after limit (default: enabled)
    - relaxed_privileges:  accepted for compatibility
+   - grace:               serve an expired value for this long (e.g. 30s) to all
+                          but one getter while that one refills it (default: off)
+   - grace_prefix:        grace for keys with a prefix, e.g. grace_prefix=page:30s
+   - grace_lease:         time the refilling getter has before another is chosen
+                          (default: 5s)
    - debugtime:           (tests only) enable the debugtime clock command
 ",
         version = env!("CARGO_PKG_VERSION"),
@@ -469,6 +498,16 @@ mod tests {
         assert_eq!(s.listen, vec!["127.0.0.1", "::1"]);
         let s = run(&["--port=99", "--memory-limit", "256", "-I", "32m"]).unwrap();
         assert_eq!((s.port, s.memory_limit, s.item_size_max), (99, 256 << 20, 32 << 20));
+    }
+
+    #[test]
+    fn parses_grace_options() {
+        let s = run(&["-o", "grace=30s,grace_prefix=page:1m,grace_prefix=a:b:10,grace_lease=3"]).unwrap();
+        assert_eq!(s.grace.default, 30);
+        assert_eq!(s.grace.lease, 3);
+        assert_eq!(s.grace.prefixes, vec![(b"page".to_vec(), 60), (b"a:b".to_vec(), 10)]);
+        assert!(run(&["-o", "grace=soon"]).is_err());
+        assert!(run(&["-o", "grace_prefix=30s"]).is_err());
     }
 
     #[test]

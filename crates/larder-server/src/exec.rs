@@ -42,6 +42,7 @@ pub fn execute(srv: &Server, ws: &WorkerStats, req: Request<'_>, now: Time, out:
             }
         }
         Request::Delete { key, noreply } => {
+            srv.note_write(key);
             let line = if srv.store.delete(key, now) {
                 bump(&ws.delete_hits, 1);
                 reply::DELETED
@@ -162,8 +163,11 @@ fn get_one(srv: &Server, ws: &WorkerStats, key: &[u8], now: Time, cas: bool, tou
         let cas_value = if cas_enabled { item.cas } else { 0 };
         reply::value(out, key, item.flags, item.value, cas.then_some(cas_value));
     };
+    let grace = if touch.is_none() { srv.settings.grace.for_key(key) } else { 0 };
     let found = if srv.in_nocas_flush_second(now) {
         Lookup::Flushed
+    } else if grace > 0 {
+        graced_get(srv, ws, key, now, grace, cas, out)
     } else {
         match touch {
             None => srv.store.get(key, now, write),
@@ -191,6 +195,38 @@ fn get_one(srv: &Server, ws: &WorkerStats, key: &[u8], now: Time, cas: bool, tou
     }
 }
 
+/// A get under grace mode: an expired value in grace is served, except to
+/// the one getter chosen to refill it, who is told it missed.
+fn graced_get(srv: &Server, ws: &WorkerStats, key: &[u8], now: Time, grace: Time, cas: bool, out: &mut Vec<u8>) -> Lookup<()> {
+    let cas_enabled = srv.settings.cas_enabled;
+    let mark = out.len();
+    let found = srv.store.get_graced(key, now, grace, |item| {
+        let cas_value = if cas_enabled { item.cas } else { 0 };
+        reply::value(out, key, item.flags, item.value, cas.then_some(cas_value));
+    });
+    match found {
+        Lookup::Hit(((), false)) => Lookup::Hit(()),
+        Lookup::Hit(((), true)) => match srv.winners.on_stale_read(key, now, srv.settings.grace.lease) {
+            crate::grace::Verdict::Serve => {
+                bump(&ws.grace_hits, 1);
+                Lookup::Hit(())
+            }
+            verdict => {
+                // This getter refills: withdraw the value written above.
+                out.truncate(mark);
+                bump(&ws.grace_wins, 1);
+                if verdict == crate::grace::Verdict::WinAfterTimeout {
+                    bump(&ws.grace_winner_timeouts, 1);
+                }
+                Lookup::Expired
+            }
+        },
+        Lookup::Miss => Lookup::Miss,
+        Lookup::Expired => Lookup::Expired,
+        Lookup::Flushed => Lookup::Flushed,
+    }
+}
+
 /// A storage command; returns the reply line.
 #[allow(clippy::too_many_arguments)]
 fn store(
@@ -212,6 +248,9 @@ fn store(
         StoreCommand::Cas(unique) => Mode::Cas(unique),
     };
     let result = srv.store.store(mode, key, flags, exptime, data, now);
+    if let StoreResult::Stored(_) = result {
+        srv.note_write(key);
+    }
     if !matches!(result, StoreResult::TooLarge | StoreResult::OutOfMemory) {
         bump(&ws.cmd_set, 1);
     }

@@ -12,6 +12,7 @@ mod binexec;
 mod clock;
 mod config;
 mod exec;
+mod grace;
 mod listen;
 mod registry;
 mod report;

@@ -121,6 +121,11 @@ fn general(srv: &Server, out: &mut Vec<u8>) {
     stat_u64(out, "larder_bytes_dead", st.bytes_dead);
     stat_u64(out, "larder_index_slots", st.index_slots);
     stat_u64(out, "larder_index_used", st.index_used);
+    if srv.settings.grace.enabled() {
+        stat_u64(out, "larder_grace_hits", t.grace_hits);
+        stat_u64(out, "larder_grace_wins", t.grace_wins);
+        stat_u64(out, "larder_grace_winner_timeouts", t.grace_winner_timeouts);
+    }
     #[cfg(feature = "alloc-count")]
     stat_u64(out, "larder_allocations", crate::alloc_count::allocations());
 }

@@ -17,6 +17,8 @@ pub struct Server {
     pub stats: ServerStats,
     pub registry: Registry,
     pub limits: Limits,
+    /// Grace mode: who is refilling which expired key.
+    pub winners: crate::grace::Winners,
     verbosity: AtomicU32,
     stopping: AtomicBool,
     /// With `-C`: the second of the last immediate `flush_all` (0 = none).
@@ -37,6 +39,7 @@ impl Server {
             clock: Clock::new(),
             registry: Registry::default(),
             limits,
+            winners: crate::grace::Winners::new(),
             stopping: AtomicBool::new(false),
             nocas_flush_second: AtomicU32::new(0),
             store_baseline: Mutex::new(larder_store::Stats::default()),
@@ -89,6 +92,14 @@ impl Server {
     #[inline]
     pub fn in_nocas_flush_second(&self, now: u32) -> bool {
         !self.settings.cas_enabled && self.nocas_flush_second.load(Relaxed) == now
+    }
+
+    /// A key was written or deleted: end any grace round for it.
+    #[inline]
+    pub fn note_write(&self, key: &[u8]) {
+        if self.settings.grace.enabled() {
+            self.winners.on_write(key);
+        }
     }
 
     /// File descriptors the server holds besides client connections

@@ -8,6 +8,10 @@
 //! everyone else sees `Z` and keeps using the old value). Decisions are made
 //! under the shard lock, so exactly one caller wins per round, and nobody
 //! waits: losers get the item (possibly stale) at once.
+//!
+//! Grace mode (for clients that speak only get/set) needs just one thing from
+//! the store: [`Store::get_graced`] keeps an expired value readable for a
+//! while; the server decides who refills it.
 
 use crate::shard::{Found, Why};
 use crate::{item, Item, Lookup, Mode, Store, StoreResult, Time};
@@ -129,6 +133,27 @@ impl Store {
         DeleteOutcome::Deleted
     }
 
+    /// A get for grace mode: an item that expired less than `grace` seconds
+    /// ago is still returned (and kept), with `true` meaning "expired, in
+    /// grace". The server decides who refills it; the store only keeps the
+    /// old value readable until a set replaces it or a delete removes it.
+    pub fn get_graced<R>(&self, key: &[u8], now: Time, grace: Time, read: impl FnOnce(&Item<'_>) -> R) -> Lookup<(R, bool)> {
+        let h = self.hasher.hash(key);
+        let mut l = self.lock(h, now);
+        match l.g.lookup_graced(h, key, now, grace, &self.pool) {
+            (Found::Live(pos, loc), in_grace) => {
+                if !in_grace {
+                    l.g.index.bump(pos);
+                    item::set_fetched(l.g.item_bytes_mut(loc));
+                }
+                Lookup::Hit((read(&l.g.item(loc)), in_grace))
+            }
+            (Found::Expired, _) => Lookup::Expired,
+            (Found::Flushed, _) => Lookup::Flushed,
+            (Found::Miss, _) => Lookup::Miss,
+        }
+    }
+
     /// A meta set (`ms`): [`store_if`](Store::store_if), plus with
     /// `stale_if_older` (`I`) an older CAS stores the value marked stale.
     #[allow(clippy::too_many_arguments)]
@@ -210,6 +235,28 @@ mod tests {
         // A plain set makes it fresh again.
         s.store(Mode::Set, b"k", 0, 0, b"new", 103);
         assert_eq!(flags_of(&s, b"k", 103, plain), Some((false, false, false, b"new".to_vec())));
+    }
+
+    #[test]
+    fn grace_keeps_an_expired_value_readable_until_replaced_or_deleted() {
+        let s = store();
+        s.store(Mode::Set, b"k", 0, 110, b"old", 100);
+        let graced = |s: &Store, now| match s.get_graced(b"k", now, 30, |i| i.value.to_vec()) {
+            Lookup::Hit(x) => Some(x),
+            _ => None,
+        };
+        assert_eq!(graced(&s, 105), Some((b"old".to_vec(), false)));
+        assert_eq!(graced(&s, 115), Some((b"old".to_vec(), true)));
+        // Plain readers still see it as expired-and-gone only after grace:
+        // the graced read must not have removed it.
+        assert_eq!(graced(&s, 139), Some((b"old".to_vec(), true)));
+        assert_eq!(graced(&s, 140), None);
+        s.store(Mode::Set, b"k", 0, 110, b"old", 100);
+        assert!(s.delete(b"k", 115) == false, "expired: delete finds nothing live");
+        assert_eq!(graced(&s, 116), None, "a delete ends grace at once");
+        s.store(Mode::Set, b"k", 0, 110, b"old", 100);
+        s.store(Mode::Set, b"k", 0, 0, b"new", 120);
+        assert_eq!(graced(&s, 121), Some((b"new".to_vec(), false)));
     }
 
     #[test]

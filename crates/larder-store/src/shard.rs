@@ -171,6 +171,19 @@ impl Shard {
         }
     }
 
+    /// [`lookup`](Self::lookup), except that an item which expired less
+    /// than `grace` seconds ago is returned as live (and left in place),
+    /// with `true` to say it is past its expiry.
+    pub fn lookup_graced(&mut self, h: u64, key: &[u8], now: Time, grace: Time, pool: &Pool) -> (Found, bool) {
+        if let Some((pos, loc)) = self.index.find(h, |loc| self.key_at(loc) == key) {
+            let hdr = self.header(loc);
+            if !self.is_flushed(loc.seg) && hdr.expired(now) && (now as u64) < hdr.exptime as u64 + grace as u64 {
+                return (Found::Live(pos, loc), true);
+            }
+        }
+        (self.lookup(h, key, now, pool), false)
+    }
+
     /// Removes the index entry at `pos` (pointing at `loc`) and frees the
     /// segment if that was its last live item.
     pub fn unlink(&mut self, pos: Pos, loc: Loc, why: Why, pool: &Pool) {
