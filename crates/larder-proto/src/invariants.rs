@@ -2,6 +2,7 @@
 //! unit tests and by the cargo-fuzz target (`fuzz/`), so both exercise the
 //! same contract. Panics on a violation. Not part of the API.
 
+use crate::meta::{self, MetaCommand, MetaRequest};
 use crate::text::{parse, Keys, Limits, Parsed, Request, KEY_MAX_LENGTH};
 
 /// Parse `buf` as a pipelined stream, request after request, checking each
@@ -165,8 +166,102 @@ fn check_request(buf: &[u8], request: &Request<'_>, consumed: usize) {
         Request::Stats { args } | Request::Admin { args, .. } => {
             assert!(within(used, args) && !args.starts_with(b" ") && !args.ends_with(b" "));
         }
+        Request::Meta(m) => check_meta(used, m),
         _ => {}
     }
+}
+
+/// A meta request: its parts lie in the bytes consumed, its flags are
+/// consistent, and every encoder can answer it with whole lines.
+fn check_meta(used: &[u8], m: &MetaRequest<'_>) {
+    let key = m.key();
+    if m.command == MetaCommand::Noop {
+        assert!(key.is_empty() && m.flags.order().is_empty());
+    } else if m.key_binary() {
+        assert!(!key.is_empty() && key.len() <= meta::BINARY_KEY_MAX);
+        // The re-encoded key decodes to the same bytes.
+        let mut enc = Vec::new();
+        meta::base64_encode(&mut enc, key);
+        let mut dec = [0u8; KEY_MAX_LENGTH];
+        assert_eq!(meta::base64_decode(&enc, &mut dec), Some(key.len()));
+        assert_eq!(&dec[..key.len()], key);
+    } else {
+        assert!(!key.is_empty() && key.len() <= KEY_MAX_LENGTH && within(used, key));
+        assert!(!key.contains(&b' '));
+    }
+    if m.command == MetaCommand::Set {
+        assert!(within(used, m.data));
+        let data_end = m.data.as_ptr() as usize - used.as_ptr() as usize + m.data.len();
+        assert_eq!(&used[data_end..], b"\r\n", "data block ends the request");
+    } else {
+        assert!(m.data.is_empty());
+    }
+    let order = m.flags.order();
+    assert!(order.len() <= meta::MAX_FLAG_TOKENS);
+    for (i, &f) in order.iter().enumerate() {
+        assert!(
+            m.flags.has(f) && !order[..i].contains(&f),
+            "flags are unique"
+        );
+    }
+    let opaque = m.flags.opaque;
+    assert_eq!(m.flags.has(b'O'), !opaque.is_empty());
+    if !opaque.is_empty() {
+        assert!(opaque[0] == b'O' && within(used, opaque));
+    }
+    match m.command {
+        MetaCommand::Set | MetaCommand::Delete => assert!(!m.opaque_too_long()),
+        _ => {}
+    }
+    // Every encoder produces whole lines (or nothing, under `q`).
+    let lines = |out: &[u8]| out.is_empty() || out.ends_with(b"\r\n");
+    let mut out = Vec::new();
+    let item = meta::MgItem {
+        value: b"v\r\n",
+        ttl: Some(-5),
+        ttl_after: None,
+        won: true,
+        stale: true,
+        token_sent: true,
+        key_binary: m.key_binary(),
+        ..Default::default()
+    };
+    meta::mg_hit(&mut out, m, &item);
+    assert!(lines(&out) && !out.is_empty());
+    out.clear();
+    meta::mg_miss(&mut out, m);
+    assert!(lines(&out));
+    for st in [
+        meta::MetaStatus::Hd,
+        meta::MetaStatus::Ns,
+        meta::MetaStatus::Ex,
+        meta::MetaStatus::Nf,
+    ] {
+        out.clear();
+        meta::ms(&mut out, m, st, u64::MAX);
+        assert!(lines(&out));
+        out.clear();
+        meta::md(&mut out, m, st);
+        assert!(lines(&out));
+    }
+    out.clear();
+    let ma_item = meta::MaItem {
+        value: u64::MAX,
+        created: true,
+        ..Default::default()
+    };
+    meta::ma(&mut out, m, &meta::MaOutcome::Item(ma_item));
+    assert!(lines(&out) && !out.is_empty());
+    out.clear();
+    meta::me(
+        &mut out,
+        key,
+        &meta::MeItem {
+            ttl: Some(i64::MIN),
+            ..Default::default()
+        },
+    );
+    assert!(lines(&out));
 }
 
 /// `part` is a subslice of `whole`.

@@ -476,10 +476,11 @@ fn set<'a>(
     }
     if item_size(req.key().len(), req.flags.client_flags, vlen) > limits.item_size_max {
         // memcached unlinks the key whatever the mode. A base64 key is not
-        // in the buffer: pass an empty key (no item is unlinked).
+        // in the buffer: pass an empty key (no item is unlinked: a stale
+        // value under a binary key survives, unlike in memcached).
         return Parsed::TooLarge {
             command: StoreCommand::Set,
-            key: if req.key_binary() { b"" } else { key },
+            key: if req.key_binary() { &key[..0] } else { key },
             noreply: false,
             consumed,
             swallow: block,

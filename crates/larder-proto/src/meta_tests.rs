@@ -302,3 +302,177 @@ fn recorded_vectors() {
         failures.join("\n")
     );
 }
+
+// ---------------------------------------------------------------------------
+// Randomized meta lines through the shared invariants.
+
+/// Pieces of meta lines: every flag with good and bad tokens.
+const FLAG_TOKENS: &[&[u8]] = &[
+    b"b",
+    b"k",
+    b"v",
+    b"q",
+    b"s",
+    b"t",
+    b"c",
+    b"f",
+    b"l",
+    b"h",
+    b"u",
+    b"O",
+    b"O1",
+    b"Oabcdefghijklmnopqrstuvwxyz0123456",
+    b"P",
+    b"L",
+    b"I",
+    b"T0",
+    b"T-1",
+    b"T30",
+    b"Tx",
+    b"T",
+    b"N30",
+    b"N",
+    b"R5",
+    b"R1.5",
+    b"F0",
+    b"F4294967296",
+    b"Fx",
+    b"C1",
+    b"C-1",
+    b"C18446744073709551616",
+    b"MS",
+    b"ME",
+    b"MA",
+    b"MP",
+    b"MR",
+    b"MI",
+    b"MD",
+    b"M+",
+    b"M-",
+    b"Mx",
+    b"MSS",
+    b"J1",
+    b"Jx",
+    b"D1",
+    b"D",
+    b"E1",
+    b"S5",
+    b"x",
+    b"5",
+    b"\xff",
+    b"vv",
+];
+/// One valid token per flag letter.
+const VALID_FLAGS: &[&[u8]] = &[
+    b"b", b"k", b"v", b"q", b"s", b"t", b"c", b"f", b"l", b"h", b"u", b"O7", b"P", b"L", b"I",
+    b"T30", b"N30", b"R5", b"F9", b"C1", b"MD", b"J1", b"D2",
+];
+const KEYS: &[&[u8]] = &[
+    b"k", b"Zm9v", b"YQ==", b"Y!Q=", b"abc", b"A===", b"====", b"a b", b"k\t",
+];
+
+#[test]
+fn random_meta_lines_keep_the_invariants() {
+    let mut seed = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move |n: usize| {
+        seed ^= seed >> 12;
+        seed ^= seed << 25;
+        seed ^= seed >> 27;
+        (seed.wrapping_mul(0x2545_F491_4F6C_DD1D) % n as u64) as usize
+    };
+    let limits = [
+        Limits::default(),
+        Limits {
+            item_size_max: 100,
+            max_line: 60,
+            max_get_line: 80,
+        },
+    ];
+    let (mut results, mut metas, mut with_flags) = (0, 0, 0);
+    for round in 0..20_000 {
+        let mut input = Vec::new();
+        for _ in 0..=next(3) {
+            let cmd = [
+                &b"mg"[..],
+                b"ms",
+                b"md",
+                b"ma",
+                b"mn",
+                b"me",
+                b"get",
+                b"set",
+            ][next(8)];
+            input.extend_from_slice(cmd);
+            if next(10) != 0 {
+                input.push(b' ');
+                if next(20) == 0 {
+                    input.extend(std::iter::repeat(b'Q').take(245 + next(10)));
+                } else {
+                    input.extend_from_slice(KEYS[next(KEYS.len())]);
+                }
+            }
+            let set = cmd == b"ms" || cmd == b"set";
+            let len = [0usize, 1, 3, 5, 40, 200][next(6)];
+            if set {
+                if cmd == b"set" {
+                    input.extend_from_slice(b" 0 0");
+                }
+                input.push(b' ');
+                input.extend_from_slice(len.to_string().as_bytes());
+            }
+            if next(2) == 0 {
+                // Mostly valid: distinct letters in a random order.
+                let mut picked: Vec<&[u8]> = VALID_FLAGS
+                    .iter()
+                    .copied()
+                    .filter(|_| next(3) == 0)
+                    .collect();
+                for i in (1..picked.len()).rev() {
+                    picked.swap(i, next(i + 1));
+                }
+                for tok in picked {
+                    input.push(b' ');
+                    input.extend_from_slice(tok);
+                }
+            } else {
+                for _ in 0..next(22) {
+                    input.push(b' ');
+                    input.extend_from_slice(FLAG_TOKENS[next(FLAG_TOKENS.len())]);
+                }
+            }
+            input.extend_from_slice(if next(8) == 0 { b"\n" } else { b"\r\n" });
+            if set {
+                input.extend(std::iter::repeat(b'd').take(len));
+                input.extend_from_slice([&b"\r\n"[..], b"\n", b"xx", b""][next(4)]);
+            }
+        }
+        // A few byte-level mutations.
+        for _ in 0..next(3) {
+            if input.is_empty() {
+                break;
+            }
+            let pos = next(input.len());
+            match next(3) {
+                0 => input[pos] = b" \r\n\0bkO=T-"[next(10)],
+                1 => input.truncate(pos),
+                _ => {
+                    input.remove(pos);
+                }
+            }
+        }
+        if let Parsed::Request {
+            request: Request::Meta(m),
+            ..
+        } = parse(&input, &limits[0])
+        {
+            metas += 1;
+            with_flags += usize::from(m.flags.order().len() > 2);
+        }
+        results += crate::invariants::check_stream(&input, &limits[round % 2]);
+    }
+    assert!(results > 20_000, "only {results} results");
+    assert!(
+        metas > 3_000 && with_flags > 500,
+        "{metas} meta requests, {with_flags} with flags"
+    );
+}

@@ -884,10 +884,17 @@ const SEEDS: &[&[u8]] = &[
     b"lru_crawler metadump all\r\n",
     b"GET / HTTP/1.1\r\n",
     b"version\r\n",
+    b"mg k s v t c f l h k O123 q\r\n",
+    b"ms k 5 T10 F3 c k MS I C9\r\nhello\r\n",
+    b"ms Zm9v 2 b k\r\nhi\r\n",
+    b"md Zm9vYg== b q I T30\r\n",
+    b"ma k N0 J5 D2 MD v t c\r\n",
+    b"mn\r\n",
+    b"me k b\r\n",
 ];
 
 /// Bytes that matter to the parser, favoured by mutations.
-const INTERESTING: &[u8] = b" \r\n\0\t-+09noreplyHTTP/";
+const INTERESTING: &[u8] = b" \r\n\0\t-+09noreplyHTTP/mgsdbkvqOTNMC=";
 
 fn mutate(rng: &mut Rng, input: &mut Vec<u8>) {
     for _ in 0..=rng.below(4) {
