@@ -124,6 +124,12 @@ class Gen:
     def safe(v):
         if b"VERSION" in v:  # would look like the fence reply
             v = v.replace(b"VERSION", b"version")
+        if len(v) > 2 and b"-" in v:
+            # memcached's safe_strtoull checks a value >= 2**63 for a minus sign
+            # with strchr(), which runs past the value through slab memory up to
+            # a NUL byte: a '-' in a neighbouring item turns incr/decr into
+            # "non-numeric". Keep '-' out of the stored data ("-5" and such stay).
+            v = v.replace(b"-", b"_")
         if v and not v.strip(b" \t\n\v\f\r"):
             # incr/decr on an all-whitespace value makes memcached's strtoull run
             # past the value into stale slab memory: not deterministic
