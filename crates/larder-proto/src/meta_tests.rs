@@ -83,6 +83,543 @@ fn arity() {
     assert_eq!(e(b"mz foo\r\n"), ERROR);
 }
 
+#[test]
+fn typed_flags() {
+    let r = mreq(b"mg k T30 N-1 R2147483648 F4294967297 C18446744073709551615 MD J7 D9 Oab\r\n");
+    let f = r.flags;
+    assert_eq!(f.ttl, Some(30));
+    assert_eq!(f.vivify_ttl, Some(-1));
+    assert_eq!(f.recache_ttl, Some(i32::MIN)); // an int32_t, as memcached
+    assert_eq!(f.client_flags, 1); // truncated to 32 bits
+    assert_eq!(f.cas, Some(u64::MAX));
+    assert_eq!(f.mode, Some(b'D'));
+    assert_eq!((f.initial, f.delta), (7, 9));
+    assert_eq!(f.opaque, b"Oab");
+    assert_eq!(f.order(), b"TNRFCMJDO");
+    // Defaults.
+    let f = mreq(b"ma k\r\n").flags;
+    assert_eq!(
+        (f.ttl, f.vivify_ttl, f.recache_ttl, f.cas, f.mode),
+        (None, None, None, None, None)
+    );
+    assert_eq!(
+        (f.client_flags, f.initial, f.delta, f.opaque),
+        (0, 0, 1, &b""[..])
+    );
+    assert!(f.order().is_empty());
+    // strtol rules: a sign is fine, trailing junk is not.
+    assert_eq!(mreq(b"mg k T+5\r\n").flags.ttl, Some(5));
+    assert_eq!(mreq(b"mg k T5\t\r\n").flags.ttl, Some(5));
+    assert_eq!(e(b"mg k T5x\r\n"), BAD_TOKEN);
+    assert_eq!(e(b"mg k J18446744073709551616\r\n"), INVALID_INITIAL);
+    assert_eq!(e(b"mg k D-5\r\n"), INVALID_DELTA);
+    assert_eq!(e(b"mg k C-1\r\n"), BAD_TOKEN);
+    // Every single-letter flag is known; each sets its bit.
+    for &letter in b"bkvqstcflhuOPLI" {
+        let line = [&b"mg Zm9v "[..], &[letter], b"\r\n"].concat();
+        let r = mreq(&line);
+        assert!(
+            r.flags.has(letter) && r.flags.order() == [letter],
+            "{}",
+            letter as char
+        );
+        assert_eq!(r.key_binary(), letter == b'b');
+    }
+    for &letter in b"ABEGHKQSUVWXYZadegijmnoprwxyz0!~" {
+        let line = [&b"mg k "[..], &[letter], b"\r\n"].concat();
+        assert_eq!(e(&line), INVALID_FLAG, "{}", letter as char);
+    }
+}
+
+#[test]
+fn error_precedence() {
+    // Duplicate and unknown flags stop at once; other errors let parsing go
+    // on and the last message wins (a bad F has none of its own).
+    assert_eq!(e(b"mg k Tx Jx\r\n"), INVALID_INITIAL);
+    assert_eq!(e(b"mg k Jx Tx\r\n"), BAD_TOKEN);
+    assert_eq!(e(b"mg k Fx\r\n"), BAD_FORMAT);
+    assert_eq!(e(b"mg k Jx Fx\r\n"), INVALID_INITIAL);
+    assert_eq!(e(b"mg k Tx v v\r\n"), DUPLICATE_FLAG);
+    assert_eq!(e(b"mg k Tx Z\r\n"), INVALID_FLAG);
+    assert_eq!(e(b"mg k v vv\r\n"), DUPLICATE_FLAG);
+    assert_eq!(e(b"mg k \x80\r\n"), DUPLICATE_FLAG);
+    assert_eq!(e(b"mg k \x7f\r\n"), DUPLICATE_FLAG);
+    assert_eq!(e(b"mg k M\r\n"), M_TOKEN_LENGTH);
+    assert_eq!(e(b"mg abc b\r\n"), DECODING_KEY);
+    // md and ma have one message for every flag error.
+    for line in [
+        &b"md k v v\r\n"[..],
+        b"md k Z\r\n",
+        b"md k Tx\r\n",
+        b"md abc b\r\n",
+        b"ma k Dx\r\n",
+        b"ma k MSS\r\n",
+    ] {
+        assert_eq!(
+            e(line),
+            INVALID_OR_DUPLICATE,
+            "{:?}",
+            String::from_utf8_lossy(line)
+        );
+    }
+    // Key length before flags; token count before flags.
+    let long = [&b"mg "[..], &[b'k'; 251], b" Z\r\n"].concat();
+    assert_eq!(e(&long), BAD_FORMAT);
+    assert_eq!(
+        e(b"mg k a b c d e f g h i j k l m n o p q r\r\n"),
+        MG_TOO_MANY_FLAGS
+    );
+    assert_eq!(
+        e(b"md k a b c d e f g h i j k l m n o p q r\r\n"),
+        TOO_MANY_FLAGS
+    );
+    assert_eq!(
+        e(b"ma k a b c d e f g h i j k l m n o p q r s t u v w x y z\r\n"),
+        TOO_MANY_FLAGS
+    );
+    // 19 tokens are fine (17 flags), 20 are not.
+    assert_eq!(
+        mreq(b"mg k s t c f v h k l O q u P L I T1 N1 R1\r\n")
+            .flags
+            .order()
+            .len(),
+        17
+    );
+    assert_eq!(
+        e(b"mg k s t c f v h k l O q u P L I T1 N1 R1 J1\r\n"),
+        MG_TOO_MANY_FLAGS
+    );
+    // Modes.
+    assert_eq!(e(b"ma k MS\r\n"), MA_INVALID_MODE);
+    assert_eq!(
+        e(b"md k O123456789012345678901234567890123\r\n"),
+        OPAQUE_TOO_LONG
+    );
+    // mg and ma notice an overlong opaque only when answering.
+    assert!(mreq(b"mg k O123456789012345678901234567890123\r\n").opaque_too_long());
+    assert!(mreq(b"ma k O123456789012345678901234567890123\r\n").opaque_too_long());
+    assert!(!mreq(b"mg k O1234567890123456789012345678901\r\n").opaque_too_long());
+    // A NUL ends the command text.
+    let r = mreq(b"mg k v\0 q\r\n");
+    assert!(r.flags.has(b'v') && !r.quiet());
+}
+
+#[test]
+fn modes() {
+    use StoreCommand::*;
+    let mode = |l: &[u8]| mreq(l).store_mode();
+    assert_eq!(mode(b"ms k 0\r\n\r\n"), Set);
+    assert_eq!(mode(b"ms k 0 MS\r\n\r\n"), Set);
+    assert_eq!(mode(b"ms k 0 ME\r\n\r\n"), Add);
+    assert_eq!(mode(b"ms k 0 MA\r\n\r\n"), Append);
+    assert_eq!(mode(b"ms k 0 MP\r\n\r\n"), Prepend);
+    assert_eq!(mode(b"ms k 0 MR\r\n\r\n"), Replace);
+    assert_eq!(mode(b"ms k 0 C5\r\n\r\n"), Cas(5));
+    assert_eq!(mode(b"ms k 0 MR C5\r\n\r\n"), Cas(5));
+    assert_eq!(mode(b"ms k 0 ME C5\r\n\r\n"), Add);
+    assert_eq!(mode(b"ms k 0 MA C5\r\n\r\n"), Append);
+    for m in [&b"Ms"[..], b"Mx", b"MI", b"M+"] {
+        let line = [&b"ms k 0 "[..], m, b"\r\n\r\n"].concat();
+        assert_eq!(merr(&line), (MS_INVALID_MODE, line.len() - 2, 2));
+    }
+    assert!(mreq(b"ma k\r\n").incr());
+    assert!(mreq(b"ma k MI\r\n").incr());
+    assert!(mreq(b"ma k M+\r\n").incr());
+    assert!(!mreq(b"ma k MD\r\n").incr());
+    assert!(!mreq(b"ma k M-\r\n").incr());
+    // mg and md ignore M (any byte).
+    assert_eq!(mreq(b"mg k Mz\r\n").flags.mode, Some(b'z'));
+}
+
+#[test]
+fn ms_framing_and_swallow() {
+    // Errors before the length is known swallow nothing: the block is then
+    // read as a command.
+    assert_eq!(e(b"ms k\r\n"), BAD_FORMAT);
+    assert_eq!(e(b"ms k x\r\n"), BAD_FORMAT);
+    assert_eq!(e(b"ms k -1\r\n"), BAD_FORMAT);
+    assert_eq!(e(b"ms k 2147483646\r\n"), BAD_FORMAT);
+    assert_eq!(
+        e(&[&b"ms "[..], &[b'k'; 251], b" 1\r\n"].concat()),
+        BAD_FORMAT
+    );
+    assert_eq!(
+        e(b"ms k 1 a b c d e f g h i j k l m n o p q\r\n"),
+        TOO_MANY_FLAGS
+    );
+    // After it, the block is swallowed.
+    let line = b"ms k 3 T1 T2\r\n";
+    assert_eq!(merr(line), (DUPLICATE_FLAG, line.len(), 5));
+    assert_eq!(merr(b"ms abc 3 b\r\n"), (DECODING_KEY, 12, 5));
+    assert_eq!(merr(b"ms k 3 O123456789012345678901234567890123\r\n").2, 5);
+    // Mode errors win over an overlong opaque.
+    assert_eq!(
+        merr(b"ms k 3 Mx O123456789012345678901234567890123\r\n").0,
+        MS_INVALID_MODE
+    );
+    // A bad chunk consumes the block, always answered (even under q).
+    assert_eq!(merr(b"ms k 3 q\r\nabcde\r\n"), (BAD_DATA_CHUNK, 15, 0));
+    // Incomplete until the whole block is there, at every cut.
+    for full in [
+        &b"ms k 5 T10 F3 c k\r\nhello\r\n"[..],
+        b"ms Zm9v 2 b k q\r\nhi\r\n",
+        b"ms k 0\r\n\r\n",
+        b"ms k 3 T1 T2\r\nabc\r\n",
+        b"ms k 3\r\nab\r\r\n",
+    ] {
+        let line_end = full.iter().position(|&b| b == b'\n').unwrap() + 1;
+        let used = match p(full) {
+            Parsed::Request { consumed, .. } => consumed,
+            Parsed::Error { consumed, .. } => consumed,
+            other => panic!("{other:?}"),
+        };
+        for cut in 0..used {
+            let expected = if cut < line_end {
+                Parsed::Incomplete { needed: None }
+            } else {
+                Parsed::Incomplete { needed: Some(used) }
+            };
+            if used == line_end || cut < line_end {
+                assert_eq!(
+                    p(&full[..cut]),
+                    Parsed::Incomplete { needed: None },
+                    "{full:?} at {cut}"
+                );
+            } else {
+                assert_eq!(p(&full[..cut]), expected, "{full:?} at {cut}");
+            }
+        }
+    }
+    // Too large: the block is swallowed unbuffered; the key is unlinked
+    // whatever the mode; always answered.
+    let limits = Limits {
+        item_size_max: 100,
+        ..Limits::default()
+    };
+    let big = b"ms kk 40 MA q\r\n";
+    assert_eq!(item_size(2, 0, 40), 101);
+    assert_eq!(
+        parse(big, &limits),
+        Parsed::TooLarge {
+            command: StoreCommand::Set,
+            key: b"kk",
+            noreply: false,
+            consumed: big.len(),
+            swallow: 42
+        }
+    );
+    assert!(matches!(
+        parse(b"ms kk 39\r\n", &limits),
+        Parsed::Incomplete { needed: Some(51) }
+    ));
+    // Client flags count, as for set.
+    assert!(matches!(
+        parse(b"ms kk 39 F1\r\n", &limits),
+        Parsed::TooLarge { .. }
+    ));
+    // The decoded key length counts; its bytes are not in the buffer.
+    match parse(b"ms a2s= 40 b\r\n", &limits) {
+        Parsed::TooLarge { key, swallow, .. } => assert_eq!((key, swallow), (&b""[..], 42)),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        parse(b"ms a2s= 39 b\r\n", &limits),
+        Parsed::Incomplete { .. }
+    ));
+}
+
+#[test]
+fn base64_keys() {
+    let r = mreq(b"mg Zm9vYmFy b k\r\n");
+    assert_eq!((r.key(), r.key_binary()), (&b"foobar"[..], true));
+    assert_eq!(mreq(b"mg YQ== b\r\n").key(), b"a");
+    assert_eq!(mreq(b"mg YWI= b\r\n").key(), b"ab");
+    assert_eq!(mreq(b"mg AAAA b\r\n").key(), b"\0\0\0");
+    // memcached's decoder skips bytes outside the alphabet and stops after
+    // the first group with padding.
+    assert_eq!(mreq(b"mg Y!W*I= b\r\n").key(), b"ab");
+    assert_eq!(mreq(b"mg YQ==YWJj b\r\n").key(), b"a");
+    assert_eq!(mreq(b"mg Y=Jj b\r\n").key(), b"`\x02");
+    for bad in [&b"abc"[..], b"A===", b"====", b"!!!!", b"Zm9vY", b"Zm9v="] {
+        let line = [&b"mg "[..], bad, b" b\r\n"].concat();
+        assert_eq!(e(&line), DECODING_KEY, "{:?}", String::from_utf8_lossy(bad));
+    }
+    // The 250-byte limit is on the encoded key.
+    let enc = |n: usize| {
+        let mut v = Vec::new();
+        base64_encode(&mut v, &vec![0xA5u8; n]);
+        v
+    };
+    let k248 = enc(BINARY_KEY_MAX);
+    assert_eq!(k248.len(), 248);
+    let line = [&b"mg "[..], &k248, b" b\r\n"].concat();
+    assert_eq!(mreq(&line).key(), &[0xA5u8; BINARY_KEY_MAX][..]);
+    let k250 = [&k248[..], b"!!"].concat();
+    assert_eq!(
+        mreq(&[&b"mg "[..], &k250, b" b\r\n"].concat()).key().len(),
+        BINARY_KEY_MAX
+    );
+    let k251 = [&k248[..], b"!!!"].concat();
+    assert_eq!(e(&[&b"mg "[..], &k251, b" b\r\n"].concat()), BAD_FORMAT);
+    // Round trips at every length.
+    for n in 1..=BINARY_KEY_MAX {
+        let src: Vec<u8> = (0..n).map(|i| (i * 37 + n) as u8).collect();
+        let mut encoded = Vec::new();
+        base64_encode(&mut encoded, &src);
+        assert_eq!(encoded.len(), n.div_ceil(3) * 4);
+        let mut out = [0u8; BINARY_KEY_MAX];
+        assert_eq!(base64_decode(&encoded, &mut out), Some(n));
+        assert_eq!(&out[..n], &src[..]);
+    }
+    // me decodes only with a `b` right after the key.
+    assert_eq!(mreq(b"me Zm9v b\r\n").key(), b"foo");
+    assert_eq!(mreq(b"me Zm9v x b\r\n").key(), b"Zm9v");
+    assert_eq!(mreq(b"me Zm9v b junk\r\n").key(), b"foo");
+    assert_eq!(e(b"me abc b\r\n"), BAD_FORMAT);
+}
+
+#[test]
+fn pipelined_meta_and_text() {
+    let stream: &[u8] =
+        b"mg a v\r\nget b\r\nms c 2 T5\r\nhi\r\nmn\r\nset d 0 0 1\r\nx\r\nmd e q\r\nma f MD\nme g\r\nmg h h h\r\nms i 1 Z\r\nQ\r\nversion\r\n";
+    let mut rest = stream;
+    let mut seen = Vec::new();
+    while !rest.is_empty() {
+        let (what, consumed, swallow) = match p(rest) {
+            Parsed::Request {
+                request: Request::Meta(m),
+                consumed,
+            } => (
+                format!("{:?} {}", m.command, String::from_utf8_lossy(m.key())),
+                consumed,
+                0,
+            ),
+            Parsed::Request { request, consumed } => (
+                format!("{:?}", request)
+                    .split(' ')
+                    .next()
+                    .unwrap()
+                    .to_string(),
+                consumed,
+                0,
+            ),
+            Parsed::Error {
+                error,
+                consumed,
+                swallow,
+            } => (error.to_string(), consumed, swallow),
+            other => panic!("{other:?}"),
+        };
+        seen.push(what);
+        rest = &rest[consumed + swallow..];
+    }
+    assert_eq!(
+        seen,
+        [
+            "Get a",
+            "Get",
+            "Set c",
+            "Noop ",
+            "Store",
+            "Delete e",
+            "Arith f",
+            "Debug g",
+            DUPLICATE_FLAG,
+            INVALID_FLAG,
+            "Version"
+        ]
+    );
+}
+
+#[test]
+fn encoders() {
+    let mut out = Vec::new();
+    // `t` shows the TTL as of its position: before or after T.
+    let item = MgItem {
+        value: b"xyz",
+        ttl: Some(300),
+        ttl_after: Some(100),
+        ..Default::default()
+    };
+    mg_hit(&mut out, &mreq(b"mg k t T100\r\n"), &item);
+    mg_hit(&mut out, &mreq(b"mg k T100 t\r\n"), &item);
+    mg_hit(
+        &mut out,
+        &mreq(b"mg k T0 t\r\n"),
+        &MgItem {
+            ttl_after: None,
+            ..item
+        },
+    );
+    // N only counts for a created item.
+    mg_hit(
+        &mut out,
+        &mreq(b"mg k N30 t\r\n"),
+        &MgItem {
+            ttl: Some(5),
+            ttl_after: Some(5),
+            ..item
+        },
+    );
+    mg_hit(
+        &mut out,
+        &mreq(b"mg k N30 t\r\n"),
+        &MgItem {
+            ttl: None,
+            ttl_after: Some(30),
+            created: true,
+            won: true,
+            ..item
+        },
+    );
+    // A past TTL wraps as memcached's unsigned arithmetic does.
+    mg_hit(
+        &mut out,
+        &mreq(b"mg k t\r\n"),
+        &MgItem {
+            ttl: Some(-2),
+            ..item
+        },
+    );
+    assert_eq!(
+        out,
+        b"HD t300\r\nHD t100\r\nHD t-1\r\nHD t5\r\nHD t30 W\r\nHD t4294967294\r\n"
+    );
+    out.clear();
+    // Every return flag, Z X W last; key echo by the item's binary flag.
+    let item = MgItem {
+        value: b"hello",
+        client_flags: 7,
+        cas: 99,
+        ttl: None,
+        ttl_after: None,
+        last_access: 12,
+        fetched: true,
+        key_binary: true,
+        created: false,
+        token_sent: true,
+        stale: true,
+        won: true,
+    };
+    mg_hit(
+        &mut out,
+        &mreq(b"mg foo k O9 v s t c f l h q u\r\n"),
+        &MgItem {
+            key_binary: false,
+            ..item
+        },
+    );
+    mg_hit(&mut out, &mreq(b"mg Zm9v b h l f c t s O9 k\r\n"), &item);
+    assert_eq!(
+        out,
+        &b"VA 5 kfoo O9 s5 t-1 c99 f7 l12 h1 Z X W\r\nhello\r\nHD h1 l12 f7 c99 t-1 s5 O9 kZm9v b Z X W\r\n"[..]
+    );
+    out.clear();
+    // Misses: EN with O and k; nothing under q; overlong opaque errors.
+    mg_miss(&mut out, &mreq(b"mg Zm9v b v k O1 s\r\n"));
+    mg_miss(&mut out, &mreq(b"mg k q k\r\n"));
+    mg_miss(
+        &mut out,
+        &mreq(b"mg k q O123456789012345678901234567890123\r\n"),
+    );
+    mg_hit(
+        &mut out,
+        &mreq(b"mg k O123456789012345678901234567890123\r\n"),
+        &item,
+    );
+    assert_eq!(out, &b"EN kZm9v b O1\r\nCLIENT_ERROR opaque token too long\r\nCLIENT_ERROR opaque token too long\r\n"[..]);
+    out.clear();
+    // ms / md: HD hidden by q, the rest not.
+    let r = mreq(b"ms Zm9v 1 b c q O5 k\r\nx\r\n");
+    ms(&mut out, &r, MetaStatus::Hd, 8);
+    ms(&mut out, &r, MetaStatus::Ns, 0);
+    ms(&mut out, &r, MetaStatus::Ex, 0);
+    ms(&mut out, &r, MetaStatus::Nf, 0);
+    let r = mreq(b"md k q k\r\n");
+    md(&mut out, &r, MetaStatus::Hd);
+    md(&mut out, &r, MetaStatus::Nf);
+    md(&mut out, &r, MetaStatus::Ex);
+    assert_eq!(
+        out,
+        &b"NS c0 O5 kZm9v b\r\nEX c0 O5 kZm9v b\r\nNF c0 O5 kZm9v b\r\nNF kk\r\nEX kk\r\n"[..]
+    );
+    out.clear();
+    // ma: the value after the flags; q hides an update, not a creation.
+    let it = MaItem {
+        value: 18446744073709551615,
+        cas: 3,
+        ttl: Some(9),
+        ttl_after: Some(9),
+        created: false,
+    };
+    ma(&mut out, &mreq(b"ma k v c t k\r\n"), &MaOutcome::Item(it));
+    ma(&mut out, &mreq(b"ma k q v\r\n"), &MaOutcome::Item(it));
+    ma(
+        &mut out,
+        &mreq(b"ma k q\r\n"),
+        &MaOutcome::Item(MaItem {
+            value: 0,
+            created: true,
+            ..it
+        }),
+    );
+    ma(&mut out, &mreq(b"ma k q O1 k\r\n"), &MaOutcome::NotFound);
+    ma(&mut out, &mreq(b"ma k q\r\n"), &MaOutcome::Exists);
+    ma(&mut out, &mreq(b"ma k q\r\n"), &MaOutcome::NotStored);
+    ma(
+        &mut out,
+        &mreq(b"ma k q O123456789012345678901234567890123\r\n"),
+        &MaOutcome::Item(it),
+    );
+    assert_eq!(
+        out,
+        &b"VA 20 c3 t9 kk\r\n18446744073709551615\r\nHD\r\nNF O1 kk\r\nEX\r\nNS\r\nCLIENT_ERROR opaque token too long\r\n"[..]
+    );
+    out.clear();
+    mn(&mut out);
+    let info = MeItem {
+        ttl: Some(30),
+        last_access: 4,
+        cas: 5,
+        fetched: false,
+        class: 1,
+        size: 64,
+        key_binary: false,
+    };
+    me(&mut out, b"foo", &info);
+    me(
+        &mut out,
+        b"foo",
+        &MeItem {
+            ttl: None,
+            fetched: true,
+            key_binary: true,
+            ..info
+        },
+    );
+    me_miss(&mut out);
+    assert_eq!(
+        out,
+        &b"MN\r\nME foo exp=-30 la=4 cas=5 fetch=no cls=1 size=64\r\nME Zm9v exp=-1 la=4 cas=5 fetch=yes cls=1 size=64\r\nEN\r\n"[..]
+    );
+}
+
+#[test]
+fn q_table() {
+    use MetaCommand::*;
+    use MetaStatus::*;
+    let hidden: Vec<_> = [Get, Set, Delete, Arith, Noop, Debug]
+        .iter()
+        .flat_map(|&c| [Va, Hd, En, Nf, Ns, Ex].map(move |s| (c, s)))
+        .filter(|&(c, s)| suppressed(c, s, false))
+        .collect();
+    assert_eq!(
+        hidden,
+        [(Get, En), (Set, Hd), (Delete, Hd), (Arith, Va), (Arith, Hd)]
+    );
+    assert!(!suppressed(Arith, Hd, true) && !suppressed(Arith, Va, true));
+}
+
 // ---------------------------------------------------------------------------
 // Vectors recorded from memcached 1.6.18 (tests/meta-vectors/record.py).
 
