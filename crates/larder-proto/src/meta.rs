@@ -21,6 +21,38 @@
 //!
 //! Parsing never allocates; a base64 key is decoded into a buffer inside
 //! [`MetaRequest`].
+//!
+//! # What the server does (the parser and encoders only frame and render)
+//!
+//! * Every command: errors from [`crate::text::parse`] are always sent; the
+//!   encoders apply `q` themselves ([`suppressed`] says what they hide).
+//!   `MetaFlags::ttl`/`vivify_ttl`/`recache_ttl` are raw protocol times
+//!   (like `set`'s exptime: 0 = never, > 30 days = absolute, negative =
+//!   already expired).
+//! * `mg`: look the key up (`u`: no LRU bump; `h`, `l` report the state
+//!   before this access). Miss with `N`: create an empty item (flags 0) with
+//!   TTL `N`, `created`, and it wins. `T`: set the TTL. `R`: win when no token
+//!   was sent yet, the item was not just created, has a TTL, and its TTL is
+//!   below `R`'s. A stale item (`X`) wins when no token was sent yet. After a
+//!   win, mark the item's token sent (`Z` for later fetches). Then
+//!   [`mg_hit`] / [`mg_miss`]. With [`MetaRequest::opaque_too_long`],
+//!   memcached still did the fetch/vivify and a `T` that came before the
+//!   `O`, but marked no token; the encoders write the error.
+//! * `ms`: [`MetaRequest::store_mode`] (a `C` makes set/replace a CAS
+//!   store; memcached's store also applies the CAS test to append/prepend),
+//!   client flags `F`, TTL `T`, the stored item remembers a binary key. `I`
+//!   with a CAS store: a CAS lower than the item's stores the value anyway,
+//!   keeping the old TTL, marked stale (token-sent kept). [`ms`] with the new
+//!   CAS (`0` when nothing was stored). A too-large `ms` arrives as
+//!   [`Parsed::TooLarge`] with `StoreCommand::Set` and `noreply: false`.
+//! * `md`: `C` mismatch: `EX`. `I`: instead of deleting, mark stale, clear
+//!   token-sent, new CAS, TTL `T` if given. Then [`md`].
+//! * `ma`: [`MetaRequest::incr`], `D` delta (default 1), `C` compare. Miss
+//!   with `N`: create the counter with value `J` (default 0) and TTL `N`
+//!   (`created`: not hidden by `q`). `T` sets the TTL of a found or created
+//!   counter. A non-numeric value: [`NON_NUMERIC`]. Then [`ma`].
+//! * `mn`: [`mn`] (memcached flushes its output queue here).
+//! * `me`: [`me`] / [`me_miss`]; the key printed is the stored item's.
 
 use crate::reply::push_u64;
 use crate::text::{
@@ -408,10 +440,8 @@ pub(crate) fn parse<'a>(
     let mut req = MetaRequest::new(command, key);
     if command == MetaCommand::Debug {
         // Only `me <key> b` decodes; anything else after the key is ignored.
-        if ntokens >= 3 && toks.next() == Some(b"b") {
-            if !decode_key(&mut req, key) {
-                return error(BAD_FORMAT, consumed, 0);
-            }
+        if ntokens >= 3 && toks.next() == Some(b"b") && !decode_key(&mut req, key) {
+            return error(BAD_FORMAT, consumed, 0);
         }
         return request(req);
     }

@@ -943,7 +943,7 @@ fn random_meta_lines_keep_the_invariants() {
             if next(10) != 0 {
                 input.push(b' ');
                 if next(20) == 0 {
-                    input.extend(std::iter::repeat(b'Q').take(245 + next(10)));
+                    input.extend(std::iter::repeat_n(b'Q', 245 + next(10)));
                 } else {
                     input.extend_from_slice(KEYS[next(KEYS.len())]);
                 }
@@ -979,7 +979,7 @@ fn random_meta_lines_keep_the_invariants() {
             }
             input.extend_from_slice(if next(8) == 0 { b"\n" } else { b"\r\n" });
             if set {
-                input.extend(std::iter::repeat(b'd').take(len));
+                input.extend(std::iter::repeat_n(b'd', len));
                 input.extend_from_slice([&b"\r\n"[..], b"\n", b"xx", b""][next(4)]);
             }
         }
@@ -1012,4 +1012,16 @@ fn random_meta_lines_keep_the_invariants() {
         metas > 3_000 && with_flags > 500,
         "{metas} meta requests, {with_flags} with flags"
     );
+}
+
+#[test]
+fn request_size_stays_bounded() {
+    // A base64 key lives inline; keep an eye on what that costs every parse.
+    let sizes = (
+        std::mem::size_of::<MetaRequest<'_>>(),
+        std::mem::size_of::<Request<'_>>(),
+        std::mem::size_of::<Parsed<'_>>(),
+    );
+    println!("MetaRequest, Request, Parsed: {sizes:?}");
+    assert!(sizes.2 <= 352, "{sizes:?}");
 }

@@ -117,6 +117,10 @@ pub enum AdminCommand {
 use crate::meta::MetaRequest;
 
 /// A parsed request. Slices borrow the read buffer.
+///
+/// [`Request::Meta`] makes this a few hundred bytes (a base64 key is decoded
+/// into a buffer inside it): boxing it would allocate per request.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, PartialEq, Eq)]
 pub enum Request<'a> {
     /// `get`/`gets` (cas = true for gets). Also the ancient `bget`.
@@ -200,6 +204,7 @@ pub enum Request<'a> {
 }
 
 /// What [`parse`] found at the front of the buffer.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, PartialEq, Eq)]
 pub enum Parsed<'a> {
     /// A complete request that used `consumed` bytes.
