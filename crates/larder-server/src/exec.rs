@@ -149,6 +149,7 @@ pub fn execute(srv: &Server, ws: &WorkerStats, req: Request<'_>, now: Time, out:
                 out.extend_from_slice(reply::ERROR);
             }
         }
+        Request::Meta(meta) => crate::metaexec::execute(srv, ws, &meta, now, out),
         #[allow(unreachable_patterns)]
         _ => out.extend_from_slice(reply::ERROR),
     }

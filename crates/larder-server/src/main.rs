@@ -14,6 +14,7 @@ mod config;
 mod exec;
 mod grace;
 mod listen;
+mod metaexec;
 mod registry;
 mod report;
 mod server;

@@ -73,7 +73,7 @@ fn general(srv: &Server, out: &mut Vec<u8>) {
     stat_u64(out, "cmd_set", t.cmd_set);
     stat_u64(out, "cmd_flush", t.cmd_flush);
     stat_u64(out, "cmd_touch", t.cmd_touch);
-    stat_u64(out, "cmd_meta", 0);
+    stat_u64(out, "cmd_meta", t.cmd_meta);
     stat_u64(out, "get_hits", t.get_hits);
     stat_u64(out, "get_misses", t.get_misses);
     stat_u64(out, "get_expired", t.get_expired);

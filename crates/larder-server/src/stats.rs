@@ -48,7 +48,7 @@ macro_rules! counters {
 }
 
 counters!(
-    cmd_get, cmd_set, cmd_flush, cmd_touch, get_hits, get_misses, get_expired, get_flushed,
+    cmd_get, cmd_set, cmd_flush, cmd_touch, cmd_meta, get_hits, get_misses, get_expired, get_flushed,
     delete_misses, delete_hits, incr_misses, incr_hits, decr_misses, decr_hits, cas_misses,
     cas_hits, cas_badval, touch_hits, touch_misses, store_too_large, store_no_memory,
     bytes_read, bytes_written, conn_yields, idle_kicks, grace_hits, grace_wins,

@@ -74,7 +74,7 @@ impl Store {
             return ArithOutcome::OutOfMemory;
         };
         let bytes = l.g.item_bytes_mut(loc);
-        let voff = item::encode(bytes, key, vlen, oh.flags, oh.exptime);
+        let voff = item::encode(bytes, key, vlen, oh.flags, oh.exptime, now);
         arith::write(&mut bytes[voff..], digits);
         // memcached rewrites in place (no new link, total_items unchanged)
         // unless the value grows.

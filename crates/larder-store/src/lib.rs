@@ -37,12 +37,13 @@
 //! 1       1      key length (1..=250)
 //! 2       w      value length (w = 1..4 bytes, smallest that fits)
 //! 2+w     4      exptime (absolute server time, 0 = never; touch patches it)
-//! 6+w     4      client flags, present only when non-zero
+//! 6+w     2      last access (server seconds mod 65536; fetches patch it)
+//! 8+w     4      client flags, present only when non-zero
 //! ..      klen   key
 //! ..      vlen   value
 //! ```
 //!
-//! Header: 7 bytes for values < 256 bytes without flags (8 up to 64 KiB,
+//! Header: 9 bytes for values < 256 bytes without flags (10 up to 64 KiB,
 //! +4 with flags). There is no CAS field and no next pointer: the CAS of an
 //! item is `(segment generation << 24) | offset`, unique because every
 //! segment installation draws a new generation from a global counter and an
@@ -230,7 +231,9 @@ impl Store {
         match l.g.lookup(h, key, now, &self.pool) {
             Found::Live(pos, loc) => {
                 l.g.index.bump(pos);
-                item::set_fetched(l.g.item_bytes_mut(loc));
+                let bytes = l.g.item_bytes_mut(loc);
+                item::set_fetched(bytes);
+                item::set_atime(bytes, now);
                 if let Some(e) = touch {
                     l.g.set_exptime(loc, e);
                 }
@@ -353,7 +356,7 @@ impl Store {
             }
             return StoreResult::OutOfMemory;
         };
-        let voff = item::encode(l.g.item_bytes_mut(loc), key, vlen, flags, exptime);
+        let voff = item::encode(l.g.item_bytes_mut(loc), key, vlen, flags, exptime, now);
         if let Some((_, token_sent)) = stale_state {
             item::set_meta_state(l.g.item_bytes_mut(loc), true, token_sent);
         }

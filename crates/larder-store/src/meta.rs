@@ -33,6 +33,10 @@ pub struct MetaGet {
 #[derive(Debug)]
 pub struct MetaItem<'a> {
     pub item: Item<'a>,
+    /// The expiry before this request's touch (`item.exptime` is after).
+    pub exptime_before: Time,
+    /// Seconds since the previous access (`l`).
+    pub last_access: Time,
     /// Whether it had been fetched before this request (`h`).
     pub fetched_before: bool,
     /// Marked stale (`X`).
@@ -67,7 +71,7 @@ impl Store {
                 let Some(ttl) = opts.vivify else { return miss };
                 let size = item::item_len(key.len(), 0, 0);
                 let Some(loc) = self.reserve(&mut l, size, 0, now) else { return miss };
-                item::encode(l.g.item_bytes_mut(loc), key, 0, 0, ttl);
+                item::encode(l.g.item_bytes_mut(loc), key, 0, 0, ttl, now);
                 if !l.g.commit(h, loc, None, true, &self.env(now)) {
                     return miss;
                 }
@@ -76,7 +80,9 @@ impl Store {
         };
         let before = l.g.header(loc);
         if opts.bump {
-            item::set_fetched(l.g.item_bytes_mut(loc));
+            let bytes = l.g.item_bytes_mut(loc);
+            item::set_fetched(bytes);
+            item::set_atime(bytes, now);
         }
         if let Some(t) = opts.touch {
             l.g.set_exptime(loc, t);
@@ -91,6 +97,8 @@ impl Store {
         }
         let view = MetaItem {
             item: l.g.item(loc),
+            exptime_before: before.exptime,
+            last_access: before.idle(now),
             fetched_before: before.fetched,
             stale: before.stale,
             token_sent_before: before.token_sent,
@@ -144,7 +152,9 @@ impl Store {
             (Found::Live(pos, loc), in_grace) => {
                 if !in_grace {
                     l.g.index.bump(pos);
-                    item::set_fetched(l.g.item_bytes_mut(loc));
+                    let bytes = l.g.item_bytes_mut(loc);
+                    item::set_fetched(bytes);
+                    item::set_atime(bytes, now);
                 }
                 Lookup::Hit((read(&l.g.item(loc)), in_grace))
             }
