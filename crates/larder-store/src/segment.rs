@@ -29,12 +29,14 @@ pub struct Segment {
     /// Latest exptime of any item written or touched here (`u32::MAX` once
     /// one never expires): from then on everything in it is expired.
     pub max_exp: u32,
+    /// CAS of a large object's item (regular items derive theirs).
+    pub cas: u64,
 }
 
 impl Segment {
     pub fn new(buf: Box<[u8]>, gen: u64, large: bool) -> Segment {
         let write_off = if large { buf.len() } else { 0 };
-        Segment { buf, gen, write_off, live_bytes: 0, live_items: 0, large, max_exp: 0 }
+        Segment { buf, gen, write_off, live_bytes: 0, live_items: 0, large, max_exp: 0, cas: 0 }
     }
 
     pub fn free_space(&self) -> usize {

@@ -125,9 +125,15 @@ impl Shard {
         &b[h.key_off..h.key_off + h.klen]
     }
 
-    /// CAS of the item version at `loc`: (segment generation, offset).
+    /// CAS of the item version at `loc`: (segment generation, offset); for
+    /// a large object, the pair reserved when it was installed.
     pub fn cas(&self, loc: Loc) -> u64 {
-        self.segs.get(loc.seg).gen << 24 | loc.off as u64
+        let seg = self.segs.get(loc.seg);
+        if seg.large {
+            seg.cas
+        } else {
+            seg.gen << 24 | loc.off as u64
+        }
     }
 
     pub fn item(&self, loc: Loc) -> Item<'_> {
@@ -267,10 +273,30 @@ impl Shard {
 
     /// Installs a buffer: a regular segment becomes the open one; a large
     /// one is filled by exactly one item of its size, at offset 0.
+    ///
+    /// CAS values grow with every write in a shard (so per key), as in
+    /// memcached: a large object's CAS is the (generation, offset) of a pad
+    /// byte appended to the open segment, so it sits between the items
+    /// written there before and after it. Without room there, its own fresh
+    /// generation is above everything so far, and the next regular write
+    /// goes to a fresh segment with a higher one still.
     pub fn install(&mut self, buf: Box<[u8]>, gen: u64, large: bool, pool: &Pool) -> Loc {
         self.max_gen = self.max_gen.max(gen);
-        let seg = Segment::new(buf, gen, large);
+        let mut seg = Segment::new(buf, gen, large);
         self.st.written_bytes += seg.write_off as u64;
+        if large {
+            seg.cas = gen << 24;
+            if self.open != 0 {
+                let open = self.segs.get_mut(self.open);
+                if open.free_space() > 0 {
+                    let off = open.write_off;
+                    open.buf[off] = item::PAD;
+                    open.write_off += 1;
+                    seg.cas = open.gen << 24 | off as u64;
+                    self.st.written_bytes += 1;
+                }
+            }
+        }
         let id = self.segs.install(seg);
         if !large {
             self.close_open(pool);
@@ -374,6 +400,10 @@ impl Shard {
         }
         let mut off = 0;
         while off < seg.write_off {
+            if seg.buf[off] == item::PAD {
+                off += 1;
+                continue;
+            }
             let loc = Loc { seg: id, off: off as u32 };
             let h = self.header(loc);
             if !h.expired(now) && self.index.find_loc(self.hasher.hash(self.key_at(loc)), loc).is_some() {
@@ -391,6 +421,10 @@ impl Shard {
         let end = self.segs.get(id).write_off;
         let mut off = 0;
         while off < end && self.segs.get(id).live_items > 0 {
+            if self.segs.get(id).buf[off] == item::PAD {
+                off += 1;
+                continue;
+            }
             let loc = Loc { seg: id, off: off as u32 };
             let h = self.header(loc);
             let key_hash = self.hasher.hash(self.key_at(loc));

@@ -103,7 +103,10 @@ impl Model {
 
     fn new_cas(&mut self, key: &[u8], cas: u64) {
         let seen = self.seen_cas.entry(key.to_vec()).or_default();
-        assert!(seen.insert(cas), "CAS {cas} reused for key {:?}", String::from_utf8_lossy(key));
+        // Like memcached's, CAS values only grow: a new version's is above
+        // every earlier one of the key (so also never reused).
+        assert!(seen.iter().all(|&c| c < cas), "CAS {cas} not above earlier ones of key {:?}", String::from_utf8_lossy(key));
+        seen.insert(cas);
     }
 }
 
