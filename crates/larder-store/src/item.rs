@@ -11,12 +11,18 @@
 //! byte 1      key length (1..=250)
 //! 1-4 bytes   value length, width from the control byte
 //! 4 bytes     exptime (0 = never); patched in place by touch/gat
+//! 2 bytes     last access, server seconds mod 65536 (meta `l`, `me la=`);
+//!             patched in place on every fetch
 //! [4 bytes]   client flags, only when non-zero
 //! key bytes, value bytes
 //! ```
 //!
-//! The header is therefore 7 bytes for a value shorter than 256 bytes without
-//! flags, 8 for values up to 64 KiB, at most 10 (+4 with flags).
+//! The header is therefore 9 bytes for a value shorter than 256 bytes without
+//! flags, 10 for values up to 64 KiB, at most 12 (+4 with flags).
+//!
+//! The access clock wraps every 18 hours: `l` is exact for items touched in
+//! the last 18 h (memcached itself refreshes its access time only once a
+//! minute), and older ones read as younger than they are.
 
 /// Longest key accepted (memcached's `KEY_MAX_LENGTH`).
 pub const MAX_KEY_LEN: usize = 250;
@@ -51,7 +57,7 @@ pub fn item_len(klen: usize, vlen: usize, flags: u32) -> usize {
 }
 
 fn header_len(vlen: usize, flags: u32) -> usize {
-    2 + width(vlen) + 4 + if flags != 0 { 4 } else { 0 }
+    2 + width(vlen) + 4 + 2 + if flags != 0 { 4 } else { 0 }
 }
 
 /// The size memcached 1.6 (64-bit, CAS on) charges an item against `-I`:
@@ -63,7 +69,7 @@ pub fn memcached_item_size(klen: usize, vlen: usize, flags: u32) -> usize {
 
 /// Writes header and key at the start of `dst`; returns the offset of the
 /// value (relative to `dst`), which the caller fills with `vlen` bytes.
-pub fn encode(dst: &mut [u8], key: &[u8], vlen: usize, flags: u32, exptime: u32) -> usize {
+pub fn encode(dst: &mut [u8], key: &[u8], vlen: usize, flags: u32, exptime: u32, now: u32) -> usize {
     debug_assert!(!key.is_empty() && key.len() <= MAX_KEY_LEN);
     debug_assert!(vlen <= u32::MAX as usize);
     let w = width(vlen);
@@ -77,6 +83,8 @@ pub fn encode(dst: &mut [u8], key: &[u8], vlen: usize, flags: u32, exptime: u32)
     let mut p = 2 + w;
     dst[p..p + 4].copy_from_slice(&exptime.to_le_bytes());
     p += 4;
+    dst[p..p + 2].copy_from_slice(&(now as u16).to_le_bytes());
+    p += 2;
     if flags != 0 {
         dst[p..p + 4].copy_from_slice(&flags.to_le_bytes());
         p += 4;
@@ -93,6 +101,8 @@ pub struct Header {
     pub flags: u32,
     pub exptime: u32,
     pub fetched: bool,
+    /// Last access, server seconds mod 65536.
+    pub atime: u16,
     /// Marked stale by a meta invalidation (`md … I`, `ms … I`).
     pub stale: bool,
     /// A client has been told it won the right to refill this item (`W`).
@@ -125,7 +135,8 @@ pub fn decode(src: &[u8]) -> Header {
     let vlen = u32::from_le_bytes(v) as usize;
     let exp_off = 2 + w;
     let exptime = u32::from_le_bytes(src[exp_off..exp_off + 4].try_into().unwrap());
-    let mut key_off = exp_off + 4;
+    let atime = u16::from_le_bytes([src[exp_off + 4], src[exp_off + 5]]);
+    let mut key_off = exp_off + 6;
     let mut flags = 0;
     if ctl & HAS_FLAGS != 0 {
         flags = u32::from_le_bytes(src[key_off..key_off + 4].try_into().unwrap());
@@ -137,6 +148,7 @@ pub fn decode(src: &[u8]) -> Header {
         flags,
         exptime,
         fetched: ctl & FETCHED != 0,
+        atime,
         stale: ctl & STALE != 0,
         token_sent: ctl & TOKEN_SENT != 0,
         exp_off,
@@ -148,6 +160,19 @@ pub fn decode(src: &[u8]) -> Header {
 pub fn set_exptime(item: &mut [u8], exptime: u32) {
     let w = (item[0] & WIDTH_MASK) as usize + 1;
     item[2 + w..6 + w].copy_from_slice(&exptime.to_le_bytes());
+}
+
+/// Records an access at server time `now`.
+pub fn set_atime(item: &mut [u8], now: u32) {
+    let w = (item[0] & WIDTH_MASK) as usize + 1;
+    item[6 + w..8 + w].copy_from_slice(&(now as u16).to_le_bytes());
+}
+
+impl Header {
+    /// Seconds since the last access, as seen at `now`.
+    pub fn idle(&self, now: u32) -> u32 {
+        (now as u16).wrapping_sub(self.atime) as u32
+    }
 }
 
 /// Marks the item starting at `item[0]` as fetched at least once.
@@ -167,7 +192,7 @@ mod tests {
     fn roundtrip(klen: usize, vlen: usize, flags: u32, exp: u32) {
         let key = vec![b'k'; klen];
         let mut buf = vec![0u8; item_len(klen, vlen, flags)];
-        let voff = encode(&mut buf, &key, vlen, flags, exp);
+        let voff = encode(&mut buf, &key, vlen, flags, exp, 1000);
         assert_eq!(voff + vlen, buf.len());
         let h = decode(&buf);
         assert_eq!((h.klen, h.vlen, h.flags, h.exptime, h.fetched), (klen, vlen, flags, exp, false));
@@ -176,6 +201,9 @@ mod tests {
         assert_eq!(&buf[h.key_off..h.key_off + klen], &key[..]);
         set_fetched(&mut buf);
         set_exptime(&mut buf, exp ^ 0xdead_beef);
+        assert_eq!(decode(&buf).idle(1010), 10);
+        set_atime(&mut buf, 1005);
+        assert_eq!(decode(&buf).idle(1010), 5);
         let h2 = decode(&buf);
         assert!(h2.fetched);
         assert_eq!(h2.exptime, exp ^ 0xdead_beef);
@@ -194,12 +222,12 @@ mod tests {
 
     #[test]
     fn header_sizes() {
-        assert_eq!(header_len(10, 0), 7);
-        assert_eq!(header_len(300, 0), 8);
-        assert_eq!(header_len(300, 5), 12);
-        assert_eq!(header_len(1 << 20, 0), 9);
-        assert_eq!(header_len(1 << 30, 0), 10);
-        assert_eq!(item_len(5, 10, 0), 22);
+        assert_eq!(header_len(10, 0), 9);
+        assert_eq!(header_len(300, 0), 10);
+        assert_eq!(header_len(300, 5), 14);
+        assert_eq!(header_len(1 << 20, 0), 11);
+        assert_eq!(header_len(1 << 30, 0), 12);
+        assert_eq!(item_len(5, 10, 0), 24);
     }
 
     #[test]
