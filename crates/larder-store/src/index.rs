@@ -15,8 +15,10 @@
 //! 63..48 tag   47..28 segment id   27..4 offset in segment   3..0 frequency
 //! ```
 //!
-//! The table does not store full hashes; growing it (done by the shard, which
-//! owns the segments) re-hashes each key read back from its segment.
+//! The table does not store full hashes; growing it re-hashes each key read
+//! back from its segment (the shard supplies the hashes), incrementally: a
+//! doubled table takes new entries while the old one is migrated a few
+//! buckets per operation.
 
 use crate::hash;
 
@@ -40,6 +42,8 @@ pub struct Loc {
 pub struct Pos {
     bucket: usize,
     i: usize,
+    /// In the table being migrated away from.
+    old: bool,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -60,17 +64,18 @@ fn slot_loc(s: u64) -> Loc {
     Loc { seg: ((s >> 28) & MAX_SEG_ID as u64) as u32, off: ((s >> 4) & (MAX_SEGMENT_SIZE as u64 - 1)) as u32 }
 }
 
-pub struct Index {
+/// One table of buckets.
+struct Table {
     buckets: Vec<Bucket>,
     mask: usize,
     used: usize,
 }
 
-impl Index {
+impl Table {
     /// A table of `nbuckets` buckets (a power of two).
-    pub fn new(nbuckets: usize) -> Index {
+    fn new(nbuckets: usize) -> Table {
         assert!(nbuckets.is_power_of_two());
-        Index { buckets: vec![Bucket::default(); nbuckets], mask: nbuckets - 1, used: 0 }
+        Table { buckets: vec![Bucket::default(); nbuckets], mask: nbuckets - 1, used: 0 }
     }
 
     pub fn bytes_for(nbuckets: usize) -> usize {
@@ -91,13 +96,6 @@ impl Index {
 
     pub fn used(&self) -> usize {
         self.used
-    }
-
-    /// Whether one more entry keeps the load at or under 31/32. (With cuckoo
-    /// moves an insert practically never fails below that; when it does,
-    /// the shard grows the table early.)
-    pub fn has_room(&self) -> bool {
-        (self.used + 1) * 32 <= self.slots() * 31
     }
 
     fn cand(&self, h: u64) -> [usize; 2] {
@@ -121,17 +119,12 @@ impl Index {
                 if s != 0 && slot_tag(s) == tag {
                     let loc = slot_loc(s);
                     if is_key(loc) {
-                        return Some((Pos { bucket: bi, i }, loc));
+                        return Some((Pos { bucket: bi, i, old: false }, loc));
                     }
                 }
             }
         }
         None
-    }
-
-    /// The slot pointing at exactly `loc` (locations are unique).
-    pub fn find_loc(&self, h: u64, loc: Loc) -> Option<Pos> {
-        self.find(h, |l| l == loc).map(|(p, _)| p)
     }
 
     /// Inserts a new entry; `false` if both candidate buckets are full and
@@ -141,7 +134,11 @@ impl Index {
     /// slot; the chain is then shifted and the new entry takes the freed
     /// slot. This keeps inserts succeeding past 95% load.
     pub fn insert(&mut self, h: u64, loc: Loc) -> bool {
-        let new = pack(hash::tag(h), loc);
+        self.insert_raw(h, pack(hash::tag(h), loc))
+    }
+
+    /// Inserts an already packed slot (its tag is the tag of `h`).
+    fn insert_raw(&mut self, h: u64, new: u64) -> bool {
         let [a, b] = self.cand(h);
         let free = |bk: &Bucket| bk.0.iter().filter(|&&s| s == 0).count();
         let bi = if free(&self.buckets[b]) > free(&self.buckets[a]) { b } else { a };
@@ -242,13 +239,162 @@ impl Index {
         let [a, b] = self.cand(h);
         let second = if a == b { None } else { Some(b) };
         std::iter::once(a).chain(second).flat_map(move |bi| {
-            self.buckets[bi].0.iter().enumerate().filter(|(_, &s)| s != 0).map(move |(i, &s)| (Pos { bucket: bi, i }, slot_loc(s)))
+            self.buckets[bi].0.iter().enumerate().filter(|(_, &s)| s != 0).map(move |(i, &s)| (Pos { bucket: bi, i, old: false }, slot_loc(s)))
         })
     }
 
-    /// Every occupied location (for re-hashing into a bigger table).
-    pub fn locations(&self) -> impl Iterator<Item = Loc> + '_ {
-        self.buckets.iter().flat_map(|b| b.0.iter()).filter(|&&s| s != 0).map(|&s| slot_loc(s))
+}
+
+/// A shard's index: the current table and, while it grows, the previous
+/// one, which is migrated into the current one a few buckets per operation
+/// (so doubling never stalls the shard for a full re-hash). Every entry is
+/// in exactly one of the two; lookups try the current table, then the old.
+pub struct Index {
+    cur: Table,
+    old: Option<Table>,
+    /// Next bucket of `old` to migrate.
+    cursor: usize,
+}
+
+impl Index {
+    /// An index of `nbuckets` buckets (a power of two).
+    pub fn new(nbuckets: usize) -> Index {
+        Index { cur: Table::new(nbuckets), old: None, cursor: 0 }
+    }
+
+    pub fn bytes_for(nbuckets: usize) -> usize {
+        nbuckets * std::mem::size_of::<Bucket>()
+    }
+
+    /// Buckets of the current table.
+    pub fn nbuckets(&self) -> usize {
+        self.cur.nbuckets()
+    }
+
+    /// Bytes of both tables.
+    pub fn bytes(&self) -> usize {
+        self.cur.bytes() + self.old.as_ref().map_or(0, Table::bytes)
+    }
+
+    pub fn slots(&self) -> usize {
+        self.cur.slots() + self.old.as_ref().map_or(0, Table::slots)
+    }
+
+    pub fn used(&self) -> usize {
+        self.cur.used() + self.old.as_ref().map_or(0, Table::used)
+    }
+
+    /// Whether one more entry keeps the current table's load, counting the
+    /// entries still to migrate, at or under 31/32. (With cuckoo moves an
+    /// insert practically never fails below that; when it does, the shard
+    /// grows the table early.)
+    pub fn has_room(&self) -> bool {
+        (self.used() + 1) * 32 <= self.cur.slots() * 31
+    }
+
+    pub fn migrating(&self) -> bool {
+        self.old.is_some()
+    }
+
+    fn table(&self, pos: Pos) -> &Table {
+        if pos.old {
+            self.old.as_ref().expect("position in a dropped table")
+        } else {
+            &self.cur
+        }
+    }
+
+    fn table_mut(&mut self, pos: Pos) -> &mut Table {
+        if pos.old {
+            self.old.as_mut().expect("position in a dropped table")
+        } else {
+            &mut self.cur
+        }
+    }
+
+    /// The slot for hash `h` whose location satisfies `is_key`.
+    pub fn find(&self, h: u64, mut is_key: impl FnMut(Loc) -> bool) -> Option<(Pos, Loc)> {
+        if let Some(found) = self.cur.find(h, &mut is_key) {
+            return Some(found);
+        }
+        let (pos, loc) = self.old.as_ref()?.find(h, is_key)?;
+        Some((Pos { old: true, ..pos }, loc))
+    }
+
+    /// The slot pointing at exactly `loc` (locations are unique).
+    pub fn find_loc(&self, h: u64, loc: Loc) -> Option<Pos> {
+        self.find(h, |l| l == loc).map(|(p, _)| p)
+    }
+
+    /// Inserts a new entry (into the current table); `false` if it is full
+    /// around `h` even after cuckoo moves.
+    pub fn insert(&mut self, h: u64, loc: Loc) -> bool {
+        self.cur.insert(h, loc)
+    }
+
+    /// Points an occupied slot at a new location (same key); resets frequency.
+    pub fn replace(&mut self, pos: Pos, loc: Loc) {
+        self.table_mut(pos).replace(pos, loc)
+    }
+
+    pub fn remove(&mut self, pos: Pos) {
+        self.table_mut(pos).remove(pos)
+    }
+
+    /// Saturating access counter (for a frequency-aware eviction policy).
+    pub fn bump(&mut self, pos: Pos) {
+        self.table_mut(pos).bump(pos)
+    }
+
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn freq(&self, pos: Pos) -> u8 {
+        self.table(pos).freq(pos)
+    }
+
+    /// The occupied slots of both candidate buckets of `h` in the current
+    /// table (for displacement).
+    pub fn candidates(&self, h: u64) -> impl Iterator<Item = (Pos, Loc)> + '_ {
+        self.cur.candidates(h)
+    }
+
+    /// Starts doubling: a new, empty current table; the previous one is
+    /// migrated by [`migrate`](Self::migrate). Not while migrating.
+    pub fn start_growth(&mut self) {
+        assert!(self.old.is_none(), "growth during a migration");
+        let bigger = Table::new(self.cur.nbuckets() * 2);
+        self.old = Some(std::mem::replace(&mut self.cur, bigger));
+        self.cursor = 0;
+    }
+
+    /// Moves the entries of up to `nbuckets` buckets of the old table into
+    /// the current one; `rehash` gives the key hash of a location. Once the
+    /// old table is empty it is dropped and its byte size returned (to be
+    /// released from the memory budget); otherwise 0. An entry that finds
+    /// no room (practically impossible: the new table is at most half full)
+    /// stays in the old table, still found by lookups, and is retried on the
+    /// next pass.
+    pub fn migrate(&mut self, nbuckets: usize, mut rehash: impl FnMut(Loc) -> u64) -> usize {
+        let Some(old) = self.old.as_mut() else { return 0 };
+        let end = (self.cursor + nbuckets).min(old.nbuckets());
+        for b in self.cursor..end {
+            for i in 0..SLOTS_PER_BUCKET {
+                let s = old.buckets[b].0[i];
+                if s != 0 && self.cur.insert_raw(rehash(slot_loc(s)), s) {
+                    old.buckets[b].0[i] = 0;
+                    old.used -= 1;
+                }
+            }
+        }
+        self.cursor = end;
+        if end == old.nbuckets() {
+            self.cursor = 0;
+            if old.used == 0 {
+                let bytes = old.bytes();
+                self.old = None;
+                return bytes;
+            }
+        }
+        0
     }
 }
 
@@ -289,7 +435,7 @@ mod tests {
         assert_eq!(ix.used(), 1);
         // A different tag never matches.
         assert!(ix.find(h ^ (1 << 60), |_| true).is_none());
-        assert_eq!(ix.locations().count(), 1);
+        assert_eq!(ix.used(), 1);
     }
 
     #[test]
@@ -362,5 +508,60 @@ mod load_tests {
         for &(x, loc) in inserted.iter().skip(1).step_by(2) {
             assert!(ix.find_loc(x, loc).is_some());
         }
+    }
+
+    /// Growth migrates entries a few buckets at a time; meanwhile every
+    /// entry stays findable, removable and replaceable, new entries land in
+    /// the new table, and the old table's bytes come back at the end.
+    #[test]
+    fn incremental_growth_keeps_every_entry() {
+        let hasher = crate::hash::KeyHasher::new();
+        let hash_of = |loc: Loc| hasher.hash(&loc.off.to_le_bytes());
+        let mut ix = Index::new(16);
+        let mut live: Vec<Loc> = Vec::new();
+        let mut next = 0u32;
+        let mut add = |ix: &mut Index, live: &mut Vec<Loc>| {
+            let loc = Loc { seg: 1, off: next };
+            next += 1;
+            assert!(ix.insert(hash_of(loc), loc));
+            live.push(loc);
+        };
+        while ix.has_room() {
+            add(&mut ix, &mut live);
+        }
+        let before = ix.bytes();
+        ix.start_growth();
+        assert!(ix.migrating());
+        assert_eq!(ix.bytes(), before * 3);
+        let mut freed = 0;
+        let mut round = 0;
+        while ix.migrating() {
+            freed += ix.migrate(1, hash_of);
+            // Interleave: add, remove, replace, look everything up.
+            add(&mut ix, &mut live);
+            if round % 3 == 0 {
+                let gone = live.remove(round % live.len());
+                let p = ix.find_loc(hash_of(gone), gone).unwrap();
+                ix.remove(p);
+            }
+            if round % 5 == 0 {
+                let i = round % live.len();
+                let old = live[i];
+                let p = ix.find_loc(hash_of(old), old).unwrap();
+                // Same key hash, new location: encode it in the segment id.
+                let new = Loc { seg: 2, off: old.off };
+                ix.replace(p, new);
+                live[i] = new;
+            }
+            assert_eq!(ix.used(), live.len());
+            for &l in &live {
+                assert!(ix.find(hash_of(Loc { seg: 1, off: l.off }), |x| x == l).is_some(), "lost {l:?} in round {round}");
+            }
+            round += 1;
+        }
+        assert_eq!(freed, before);
+        assert_eq!(ix.bytes(), before * 2);
+        assert_eq!(ix.nbuckets(), 32);
+        assert_eq!(ix.migrate(8, hash_of), 0);
     }
 }

@@ -1,7 +1,8 @@
 //! One shard: the index and segments of the keys that hash to it, and every
 //! operation that only needs this shard's lock — lookup with lazy expiry and
-//! flush, linking and unlinking items with byte accounting, index growth,
-//! and evicting one of its segments (walking it and unlinking what is
+//! flush, linking and unlinking items with byte accounting, index growth
+//! (incremental: each lookup migrates a few buckets), and evicting one of
+//! its segments (walking it and unlinking what is
 //! still live).
 //!
 //! Accounting invariants (checked by tests through `Stats`):
@@ -19,6 +20,16 @@ use crate::segment::{SegTable, Segment};
 use crate::{Item, Time};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
+
+/// Buckets of a growing index migrated per lookup (at most 64 entries).
+const MIGRATE_BUCKETS: usize = 8;
+
+/// The key of the item at `loc`.
+fn key_in(segs: &SegTable, loc: Loc) -> &[u8] {
+    let b = segs.bytes(loc.seg, loc.off);
+    let h = item::decode(b);
+    &b[h.key_off..h.key_off + h.klen]
+}
 
 /// Counters behind `Stats`, per shard.
 #[derive(Default, Clone, Debug)]
@@ -120,9 +131,7 @@ impl Shard {
     }
 
     fn key_at(&self, loc: Loc) -> &[u8] {
-        let b = self.segs.bytes(loc.seg, loc.off);
-        let h = item::decode(b);
-        &b[h.key_off..h.key_off + h.klen]
+        key_in(&self.segs, loc)
     }
 
     /// CAS of the item version at `loc`: (segment generation, offset); for
@@ -160,6 +169,9 @@ impl Shard {
 
     /// Finds `key`; removes it if expired or flushed.
     pub fn lookup(&mut self, h: u64, key: &[u8], now: Time, pool: &Pool) -> Found {
+        if self.index.migrating() {
+            self.migrate_index(pool, MIGRATE_BUCKETS);
+        }
         let found = self.index.find(h, |loc| self.key_at(loc) == key);
         let Some((pos, loc)) = found else { return Found::Miss };
         let why = if self.is_flushed(loc.seg) {
@@ -370,8 +382,17 @@ impl Shard {
     /// policy (never `protect`) if the memory budget requires. Whether it grew.
     pub fn grow_index(&mut self, env: &Env<'_>, protect: u32) -> bool {
         let Env { pool, now, evict, policy } = *env;
-        let nb = self.index.nbuckets() * 2;
-        let extra = Index::bytes_for(nb) - self.index.bytes();
+        if self.index.migrating() {
+            // Growing again before the last doubling finished migrating:
+            // finish it first (only reachable when inserts fail early).
+            self.migrate_index(pool, usize::MAX);
+            if self.index.migrating() {
+                return false;
+            }
+        }
+        // The old table stays allocated until migrated: reserve all of the
+        // new one.
+        let extra = Index::bytes_for(self.index.nbuckets() * 2);
         while !pool.try_reserve(extra) {
             if pool.drop_spare() {
                 continue;
@@ -381,15 +402,19 @@ impl Shard {
             let seg = self.evict_segment(victim, now);
             pool.discard(seg.buf);
         }
-        let mut bigger = Index::new(nb);
-        for loc in self.index.locations() {
-            if !bigger.insert(self.hasher.hash(self.key_at(loc)), loc) {
-                pool.release(extra);
-                return false;
-            }
-        }
-        self.index = bigger;
+        self.index.start_growth();
         true
+    }
+
+    /// Migrates up to `buckets` buckets of a growing index into its new
+    /// table, re-hashing keys read from the segments; releases the old
+    /// table's bytes once it is empty.
+    pub fn migrate_index(&mut self, pool: &Pool, buckets: usize) {
+        let (index, segs, hasher) = (&mut self.index, &self.segs, &self.hasher);
+        let freed = index.migrate(buckets, |loc| hasher.hash(key_in(segs, loc)));
+        if freed > 0 {
+            pool.release(freed);
+        }
     }
 
     /// Whether segment `id` holds nothing live that eviction would lose.
