@@ -34,7 +34,7 @@ fn main() {
                         x ^= x >> 7;
                         x ^= x << 17;
                         let k = &keys[(x % nkeys) as usize];
-                        if x % 10 == 0 {
+                        if x % 10 < 1 {
                             s.store(Mode::Set, k, 0, 0, &value, 1);
                         } else if let Lookup::Hit(()) = s.get(k, 1, |i| {
                             out.clear();
