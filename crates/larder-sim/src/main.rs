@@ -1,0 +1,116 @@
+//! `larder-sim`: replays the cache2k traces and the scan workload through
+//! every policy at capacities of unique keys ÷ 4 and ÷ 10, prints a
+//! markdown table of miss ratios and writes the same figures as JSON.
+//!
+//! ```text
+//! larder-sim [--traces DIR] [--segments N] [--json PATH] [--only NAME] [--no-scan]
+//! ```
+//!
+//! `--segments N` (default 64): the segment policies get segments of
+//! capacity ÷ N items, i.e. N segments — the store's own minimum count, so
+//! these are the coarsest segments larder runs with.
+
+use larder_sim::report::{self, Row};
+use larder_sim::workload::ScanWorkload;
+use larder_sim::{policies, replay, replay_measured, trace};
+use std::path::PathBuf;
+
+struct Args {
+    traces: PathBuf,
+    segments: usize,
+    json: PathBuf,
+    only: Option<String>,
+    scan: bool,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut a = Args {
+        traces: PathBuf::from("/work/shared/traces"),
+        segments: 64,
+        json: PathBuf::from("larder-sim.json"),
+        only: None,
+        scan: true,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut val = || it.next().ok_or(format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--traces" => a.traces = val()?.into(),
+            "--segments" => a.segments = val()?.parse().map_err(|e| format!("--segments: {e}"))?,
+            "--json" => a.json = val()?.into(),
+            "--only" => a.only = Some(val()?),
+            "--no-scan" => a.scan = false,
+            "-h" | "--help" => {
+                println!("larder-sim [--traces DIR] [--segments N] [--json PATH] [--only NAME] [--no-scan]");
+                std::process::exit(0);
+            }
+            f => return Err(format!("unknown flag {f}")),
+        }
+    }
+    Ok(a)
+}
+
+fn main() {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("larder-sim: {e}");
+            std::process::exit(2);
+        }
+    };
+    let command: Vec<String> = std::env::args().collect();
+    let command = command.join(" ");
+    let mut rows = Vec::new();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&args.traces)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", args.traces.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".trace.xz"))
+        .filter(|p| args.only.as_ref().is_none_or(|o| p.to_string_lossy().contains(o.as_str())))
+        .collect();
+    files.sort();
+    for f in files {
+        let t = trace::load(&f).unwrap_or_else(|e| panic!("{e}"));
+        eprintln!("{}: {} requests, {} unique keys", t.name, t.keys.len(), t.unique);
+        for div in [4, 10] {
+            let cap = t.unique / div;
+            let seg = (cap / args.segments).max(1);
+            for mut p in policies(cap, seg) {
+                let c = replay(&mut *p, &t.keys);
+                rows.push(Row {
+                    workload: t.name.clone(),
+                    capacity_label: format!("÷{div}"),
+                    capacity: cap,
+                    seg_items: seg,
+                    policy: p.name(),
+                    requests: t.keys.len() as u64,
+                    miss_ratio: c.miss_ratio(),
+                });
+            }
+        }
+    }
+    if args.scan {
+        let w = ScanWorkload::default();
+        for (label, scan) in [("zipf", false), ("zipf+scan", true)] {
+            let reqs = w.requests(scan);
+            for div in [4, 10] {
+                let cap = w.hot / div;
+                let seg = (cap / args.segments).max(1);
+                for mut p in policies(cap, seg) {
+                    let c = replay_measured(&mut *p, &reqs);
+                    rows.push(Row {
+                        workload: label.into(),
+                        capacity_label: format!("÷{div}"),
+                        capacity: cap,
+                        seg_items: seg,
+                        policy: p.name(),
+                        requests: c.hits + c.misses,
+                        miss_ratio: c.miss_ratio(),
+                    });
+                }
+            }
+        }
+    }
+    print!("{}", report::table(&rows));
+    std::fs::write(&args.json, report::to_json(&command, &rows)).unwrap_or_else(|e| panic!("writing {}: {e}", args.json.display()));
+    eprintln!("wrote {}", args.json.display());
+}
