@@ -6,6 +6,9 @@
 //!   servers for every scenario, alternate them, write the report.
 //! - `compare --smoke`: every scenario for about a second (CI); exits non-zero on errors,
 //!   corruption or zero throughput.
+//! - `stampede --memcached BIN --larder BIN --clients 50,200 --duration 60 --out BENCHMARKS.md`:
+//!   one hot key with a short TTL under many clients, four ways of protecting the backend
+//!   (see [`stampede`]); writes the `## Stampede` section, which `compare` keeps.
 //! - `list`: the scenarios.
 
 mod args;
@@ -18,6 +21,7 @@ mod json;
 mod report;
 mod scenarios;
 mod server;
+mod stampede;
 mod stats;
 mod trace;
 mod workload;
@@ -36,7 +40,7 @@ usage:
                        [--warmup S] [--duration S] [--trace-requests N] [--trace-rounds N]
                        [--server-args 'FLAGS for both servers']
   larder-bench list [--smoke]
-
+{STAMPEDE}
 knobs (run): --connections N --threads N --depth N --warmup S --duration S
   --key-space N --key-size N --keys uniform|zipf:S --values N|MIN-MAX|etc[:MAX]
   --mix get=90,set=10 (get mget set delete incr mg ms) --multiget K
@@ -51,11 +55,12 @@ fn main() {
         Some("run") => cmd_run(&argv[2..]),
         Some("compare") => cmd_compare(&argv),
         Some("list") => cmd_list(&argv[2..]),
+        Some("stampede") => stampede::cmd(&argv[2..]),
         Some("help") | Some("--help") | Some("-h") | None => {
-            print!("{USAGE}");
+            print!("{}", USAGE.replace("{STAMPEDE}", stampede::USAGE));
             Ok(0)
         }
-        Some(other) => Err(format!("unknown subcommand {other:?}\n{USAGE}")),
+        Some(other) => Err(format!("unknown subcommand {other:?}\n{}", USAGE.replace("{STAMPEDE}", stampede::USAGE))),
     };
     match code {
         Ok(c) => std::process::exit(c),
@@ -167,7 +172,12 @@ fn cmd_compare(argv: &[String]) -> Result<i32, String> {
             eprintln!("larder-bench: no chart: {e}");
         }
     }
-    std::fs::write(&cfg.out, report::markdown(&cfg, &results, &cmdline, &started, &load_before)).map_err(|e| format!("{}: {e}", cfg.out))?;
+    let mut md = report::markdown(&cfg, &results, &cmdline, &started, &load_before);
+    // The stampede section comes from `larder-bench stampede`: keep it.
+    if let Some(section) = std::fs::read_to_string(&cfg.out).ok().as_deref().and_then(stampede::existing_section) {
+        md = stampede::splice_section(&md, "## Stampede", &section);
+    }
+    std::fs::write(&cfg.out, md).map_err(|e| format!("{}: {e}", cfg.out))?;
     eprintln!("wrote {}, {}", cfg.out, cfg.json_out);
     let problems = compare::problems(&results);
     for p in &problems {
