@@ -103,7 +103,7 @@ use evict::{EvictionPolicy, Fifo, Want};
 use hash::KeyHasher;
 use index::{Index, Loc, MAX_SEGMENT_SIZE};
 use pool::Pool;
-use shard::{Env, Found, Shard, Why};
+use shard::{Env, Found, Published, Shard, Why};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -128,9 +128,8 @@ struct Padded<T>(T);
 /// The cache.
 pub struct Store {
     shards: Box<[Padded<Mutex<Shard>>]>,
-    /// Per shard: generation of its oldest segment (`u64::MAX`: none),
-    /// published by the shard itself.
-    oldest: Vec<Arc<AtomicU64>>,
+    /// Per shard: what it publishes for victim choice.
+    published: Vec<Arc<Published>>,
     pool: Pool,
     hasher: KeyHasher,
     policy: Box<dyn EvictionPolicy>,
@@ -179,14 +178,14 @@ impl Store {
         let pool = Pool::new(memory_limit, segment_size);
         pool.force_reserve(index_bytes);
         let hasher = KeyHasher::new();
-        let oldest: Vec<Arc<AtomicU64>> = (0..nshards).map(|_| Arc::new(AtomicU64::new(u64::MAX))).collect();
-        let shards = oldest
+        let published: Vec<Arc<Published>> = (0..nshards).map(|_| Arc::default()).collect();
+        let shards = published
             .iter()
             .map(|o| Padded(Mutex::new(Shard::new(INITIAL_BUCKETS, hasher.clone(), o.clone()))))
             .collect();
         Ok(Store {
             shards,
-            oldest,
+            published,
             pool,
             hasher,
             policy: Box::new(Fifo),
@@ -524,7 +523,7 @@ impl Store {
     /// without waiting. `discard`: release its bytes rather than keep the
     /// buffer as a spare. Whether anything was freed.
     fn evict_one(&self, l: &mut Locked<'_>, discard: bool, protect: u32, now: Time, order: &mut Vec<usize>) -> bool {
-        let oldest: Vec<u64> = self.oldest.iter().map(|o| o.load(Ordering::Relaxed)).collect();
+        let oldest: Vec<u64> = self.published.iter().map(|p| p.oldest.load(Ordering::Relaxed)).collect();
         // Out of segment ids in this shard: only its own segments help.
         let own_only = !l.g.segs.has_free_id();
         self.policy.shard_order(l.n, &oldest, order);
@@ -535,17 +534,32 @@ impl Store {
                 if own_only && v != l.n {
                     continue;
                 }
+                // Shards known to hold no free segment yet are skipped
+                // without touching their lock.
+                if want == Want::Free && self.published[v].free_at.load(Ordering::Relaxed) > now {
+                    continue;
+                }
                 let seg = if v == l.n {
                     match self.policy.pick(&l.g, protect, now, want) {
                         Some(id) => l.g.evict_segment(id, now),
-                        None => continue,
+                        None => {
+                            if want == Want::Free {
+                                l.g.publish_free_at();
+                            }
+                            continue;
+                        }
                     }
                 } else {
                     let Ok(mut g) = self.shards[v].0.try_lock() else { continue };
                     g.apply_flush(flush, now, &self.pool);
                     match self.policy.pick(&g, 0, now, want) {
                         Some(id) => g.evict_segment(id, now),
-                        None => continue,
+                        None => {
+                            if want == Want::Free {
+                                g.publish_free_at();
+                            }
+                            continue;
+                        }
                     }
                 };
                 if discard {

@@ -18,7 +18,7 @@ use crate::item::{self, Header};
 use crate::pool::Pool;
 use crate::segment::{SegTable, Segment};
 use crate::{Item, Time};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 /// Buckets of a growing index migrated per lookup (at most 64 entries).
@@ -54,6 +54,16 @@ pub(crate) struct Env<'a> {
     pub policy: &'a dyn EvictionPolicy,
 }
 
+/// What a shard publishes for victim choice, read without its lock.
+#[derive(Default)]
+pub(crate) struct Published {
+    /// Generation of its oldest segment (`u64::MAX`: none).
+    pub oldest: AtomicU64,
+    /// No segment here is free to reclaim (all items expired, or flushed)
+    /// before this time; a lower bound.
+    pub free_at: AtomicU32,
+}
+
 /// Outcome of looking a key up; dead hits have already been removed.
 pub(crate) enum Found {
     Live(Pos, Loc),
@@ -85,13 +95,14 @@ pub(crate) struct Shard {
     max_gen: u64,
     pub st: Counters,
     hasher: KeyHasher,
-    /// Published generation of the oldest segment (for victim choice).
-    oldest: Arc<AtomicU64>,
+    /// What other shards read without the lock, for victim choice.
+    published: Arc<Published>,
 }
 
 impl Shard {
-    pub fn new(index_buckets: usize, hasher: KeyHasher, oldest: Arc<AtomicU64>) -> Shard {
-        oldest.store(u64::MAX, Relaxed);
+    pub fn new(index_buckets: usize, hasher: KeyHasher, published: Arc<Published>) -> Shard {
+        published.oldest.store(u64::MAX, Relaxed);
+        published.free_at.store(u32::MAX, Relaxed);
         Shard {
             index: Index::new(index_buckets),
             segs: SegTable::new(),
@@ -101,12 +112,23 @@ impl Shard {
             max_gen: 0,
             st: Counters::default(),
             hasher,
-            oldest,
+            published,
         }
     }
 
-    fn publish_oldest(&self) {
-        self.oldest.store(self.segs.oldest_gen(), Relaxed);
+    fn publish(&self) {
+        self.published.oldest.store(self.segs.oldest_gen(), Relaxed);
+        self.publish_free_at();
+    }
+
+    /// Recomputes [`Published::free_at`]: the earliest time at which some
+    /// segment here has nothing live (flushed: at once). O(segments); done
+    /// when segments come and go, and after a search for a free segment
+    /// here found none (writes and touches only raise the true value, so a
+    /// published value is a lower bound that a failed search refreshes).
+    pub fn publish_free_at(&self) {
+        let at = self.segs.oldest_first().map(|id| if self.is_flushed(id) { 0 } else { self.segs.get(id).max_exp }).min();
+        self.published.free_at.store(at.unwrap_or(u32::MAX), Relaxed);
     }
 
     /// Applies a pending `flush_all` (word = sequence << 32 | at) once due:
@@ -119,6 +141,7 @@ impl Shard {
             self.flush_seq = seq;
             self.flush_gen = self.max_gen;
             self.close_open(pool);
+            self.publish();
         }
     }
 
@@ -256,7 +279,7 @@ impl Shard {
         }
         let seg = self.segs.remove(id);
         self.st.written_bytes -= seg.write_off as u64;
-        self.publish_oldest();
+        self.publish();
         seg
     }
 
@@ -314,7 +337,7 @@ impl Shard {
             self.close_open(pool);
             self.open = id;
         }
-        self.publish_oldest();
+        self.publish();
         Loc { seg: id, off: 0 }
     }
 
