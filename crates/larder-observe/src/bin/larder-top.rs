@@ -1,0 +1,5 @@
+//! `larder-top`: standalone `larder top` (see `larder_observe::top`).
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    std::process::exit(larder_observe::top::run(&args));
+}

@@ -1,0 +1,183 @@
+//! Key dump: memcached's `lru_crawler metadump` line format, and larder's
+//! prefix filter.
+//!
+//! # Format (memcached 1.6.18, checked against `/usr/bin/memcached`)
+//!
+//! One line per live (not expired, not flushed) item, `\n`-terminated, and a
+//! final `END\r\n`:
+//!
+//! ```text
+//! key=<uriencoded key> exp=<unix expiry or -1> la=<unix last access> cas=<cas> fetch=<yes|no> cls=<class id> size=<total item bytes>\n
+//! ...
+//! END\r\n
+//! ```
+//!
+//! Recorded from memcached 1.6.18:
+//! `key=foo%3A1 exp=1795260483 la=1795260383 cas=1 fetch=yes cls=1 size=71`,
+//! `key=sp%25ace%C3%A9 exp=-1 la=1795260383 cas=6 fetch=no cls=1 size=68`.
+//! The key is URI-encoded as memcached's `uriencode` does: every byte except
+//! ASCII letters, digits and `-._~` becomes `%XX` (upper-case hex).
+//! larder has no slab classes: `cls` is whatever the server reports
+//! (suggested: 1 for every item, which tools that group by class handle).
+//!
+//! # Commands
+//!
+//! `lru_crawler metadump all` dumps everything; memcached also accepts a
+//! comma-separated list of class ids (`1,2`) and `hash`; larder treats any
+//! class list as `all`. larder's extension: an optional extra token
+//! `prefix=<p>` (`lru_crawler metadump all prefix=user`) restricts the dump
+//! to keys whose prefix (bytes before the delimiter) is exactly `<p>`;
+//! [`MetadumpArgs::parse`] parses the tokens after `lru_crawler metadump`.
+//! Replies memcached gives that the server should keep:
+//! `BUSY currently processing crawler request`, `ERROR metadump not allowed`,
+//! `ERROR cannot pipeline other commands before metadump`.
+//!
+//! Streaming without stopping the server is the server's and store's job:
+//! walk the store one shard (or segment) at a time under that shard's lock,
+//! encode the live items of the shard into the connection's buffer with
+//! [`write_line`], release, flush when the buffer is large, move on; then
+//! [`write_end`].
+
+use crate::util::push_u64;
+
+/// The metadata of one item, as `metadump` prints it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MetadumpItem<'a> {
+    pub key: &'a [u8],
+    /// Absolute unix expiry time; `None` = never (`exp=-1`).
+    pub exptime: Option<u64>,
+    /// Absolute unix time of the last access.
+    pub last_access: u64,
+    pub cas: u64,
+    /// Fetched at least once since stored.
+    pub fetched: bool,
+    pub class: u32,
+    /// Total bytes charged for the item.
+    pub size: u64,
+}
+
+/// Appends `key` URI-encoded like memcached's `uriencode`.
+pub fn uriencode(out: &mut Vec<u8>, key: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    for &b in key {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b);
+        } else {
+            out.extend_from_slice(&[b'%', HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]);
+        }
+    }
+}
+
+/// Appends one metadump line (with its `\n`).
+pub fn write_line(out: &mut Vec<u8>, it: &MetadumpItem<'_>) {
+    out.extend_from_slice(b"key=");
+    uriencode(out, it.key);
+    out.extend_from_slice(b" exp=");
+    match it.exptime {
+        Some(e) => push_u64(out, e),
+        None => out.extend_from_slice(b"-1"),
+    }
+    out.extend_from_slice(b" la=");
+    push_u64(out, it.last_access);
+    out.extend_from_slice(b" cas=");
+    push_u64(out, it.cas);
+    out.extend_from_slice(if it.fetched { b" fetch=yes" } else { b" fetch=no" });
+    out.extend_from_slice(b" cls=");
+    push_u64(out, it.class as u64);
+    out.extend_from_slice(b" size=");
+    push_u64(out, it.size);
+    out.push(b'\n');
+}
+
+/// Appends the terminating `END\r\n`.
+pub fn write_end(out: &mut Vec<u8>) {
+    out.extend_from_slice(b"END\r\n");
+}
+
+/// Parsed arguments of `lru_crawler metadump <classes|all|hash> [prefix=<p>]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MetadumpArgs<'a> {
+    /// The class selector as given (`all`, `hash`, `1,2,...`).
+    pub classes: &'a [u8],
+    /// Only keys with exactly this prefix.
+    pub prefix: Option<&'a [u8]>,
+}
+
+impl<'a> MetadumpArgs<'a> {
+    /// `tokens`: what follows `lru_crawler metadump`. `None` when the tokens
+    /// are not a valid metadump request (memcached answers `ERROR`).
+    pub fn parse(tokens: &[&'a [u8]]) -> Option<Self> {
+        match tokens {
+            [classes] => Some(MetadumpArgs { classes, prefix: None }),
+            [classes, p] => p.strip_prefix(b"prefix=").map(|prefix| MetadumpArgs { classes, prefix: Some(prefix) }),
+            _ => None,
+        }
+    }
+
+    /// Whether `key` passes the prefix filter.
+    #[inline]
+    pub fn matches(&self, key: &[u8], delimiter: u8) -> bool {
+        match self.prefix {
+            None => true,
+            Some(p) => key.len() > p.len() && key.starts_with(p) && key[p.len()] == delimiter,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_match_memcached() {
+        let mut out = Vec::new();
+        write_line(
+            &mut out,
+            &MetadumpItem {
+                key: b"foo:1",
+                exptime: Some(1795260483),
+                last_access: 1795260383,
+                cas: 1,
+                fetched: true,
+                class: 1,
+                size: 71,
+            },
+        );
+        write_line(
+            &mut out,
+            &MetadumpItem {
+                key: "sp%aceé".as_bytes(),
+                exptime: None,
+                last_access: 1795260383,
+                cas: 6,
+                fetched: false,
+                class: 1,
+                size: 68,
+            },
+        );
+        write_end(&mut out);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "key=foo%3A1 exp=1795260483 la=1795260383 cas=1 fetch=yes cls=1 size=71\n\
+             key=sp%25ace%C3%A9 exp=-1 la=1795260383 cas=6 fetch=no cls=1 size=68\n\
+             END\r\n"
+        );
+        let mut e = Vec::new();
+        uriencode(&mut e, b"aZ09-._~ /:\x00\xff");
+        assert_eq!(e, b"aZ09-._~%20%2F%3A%00%FF");
+    }
+
+    #[test]
+    fn args_and_filter() {
+        let a = MetadumpArgs::parse(&[b"all"]).unwrap();
+        assert!(a.matches(b"anything", b':'));
+        let a = MetadumpArgs::parse(&[b"all", b"prefix=user"]).unwrap();
+        assert_eq!(a.prefix, Some(&b"user"[..]));
+        assert!(a.matches(b"user:1", b':'));
+        assert!(!a.matches(b"users:1", b':'));
+        assert!(!a.matches(b"user", b':'));
+        assert!(!a.matches(b"item:1", b':'));
+        assert!(MetadumpArgs::parse(&[b"all", b"user"]).is_none());
+        assert!(MetadumpArgs::parse(&[]).is_none());
+    }
+}

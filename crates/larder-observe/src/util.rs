@@ -1,0 +1,127 @@
+//! Small shared helpers: a fast non-cryptographic hash for keys and
+//! prefixes, prefix extraction, and integer formatting without allocation.
+
+/// A fast 64-bit hash of a byte string (8 bytes per step, multiply-rotate,
+/// final avalanche). Not DoS resistant; callers bound their tables so a
+/// hostile key distribution costs accuracy, never memory.
+#[inline]
+pub fn hash_bytes(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut h: u64 = (bytes.len() as u64).wrapping_mul(K) ^ 0x2545_F491_4F6C_DD1D;
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let v = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        h = (h ^ v).wrapping_mul(K).rotate_left(29);
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut buf = [0u8; 8];
+        buf[..rest.len()].copy_from_slice(rest);
+        h = (h ^ u64::from_le_bytes(buf)).wrapping_mul(K).rotate_left(29);
+    }
+    // murmur3 fmix64
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^= h >> 33;
+    h
+}
+
+/// The prefix of `key`: the bytes before the first `delimiter`, or `None`
+/// when the key has no delimiter (memcached's `stats detail` does not count
+/// such keys). A key starting with the delimiter has the empty prefix, as in
+/// memcached (`PREFIX  get ...` with two spaces).
+#[inline]
+pub fn key_prefix(key: &[u8], delimiter: u8) -> Option<&[u8]> {
+    key.iter().position(|&b| b == delimiter).map(|i| &key[..i])
+}
+
+/// Appends the decimal form of `v`.
+#[inline]
+pub(crate) fn push_u64(out: &mut Vec<u8>, v: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    let mut v = v;
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[i..]);
+}
+
+#[inline]
+pub(crate) fn push_i64(out: &mut Vec<u8>, v: i64) {
+    if v < 0 {
+        out.push(b'-');
+    }
+    push_u64(out, v.unsigned_abs());
+}
+
+/// `STAT <name> <value>\r\n` with an integer value.
+pub(crate) fn stat_u64(out: &mut Vec<u8>, name: &[&[u8]], v: u64) {
+    out.extend_from_slice(b"STAT ");
+    for p in name {
+        out.extend_from_slice(p);
+    }
+    out.push(b' ');
+    push_u64(out, v);
+    out.extend_from_slice(b"\r\n");
+}
+
+pub(crate) fn stat_i64(out: &mut Vec<u8>, name: &[&[u8]], v: i64) {
+    out.extend_from_slice(b"STAT ");
+    for p in name {
+        out.extend_from_slice(p);
+    }
+    out.push(b' ');
+    push_i64(out, v);
+    out.extend_from_slice(b"\r\n");
+}
+
+pub(crate) fn stat_bytes(out: &mut Vec<u8>, name: &[&[u8]], v: &[u8]) {
+    out.extend_from_slice(b"STAT ");
+    for p in name {
+        out.extend_from_slice(p);
+    }
+    out.push(b' ');
+    out.extend_from_slice(v);
+    out.extend_from_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ints() {
+        let mut v = Vec::new();
+        push_u64(&mut v, 0);
+        v.push(b' ');
+        push_u64(&mut v, u64::MAX);
+        v.push(b' ');
+        push_i64(&mut v, -42);
+        v.push(b' ');
+        push_i64(&mut v, i64::MIN);
+        assert_eq!(v, b"0 18446744073709551615 -42 -9223372036854775808");
+    }
+
+    #[test]
+    fn prefixes() {
+        assert_eq!(key_prefix(b"user:1", b':'), Some(&b"user"[..]));
+        assert_eq!(key_prefix(b":x", b':'), Some(&b""[..]));
+        assert_eq!(key_prefix(b"plain", b':'), None);
+        assert_eq!(key_prefix(b"a/b:c", b'/'), Some(&b"a"[..]));
+    }
+
+    #[test]
+    fn hash_spreads() {
+        assert_ne!(hash_bytes(b"a"), hash_bytes(b"b"));
+        assert_ne!(hash_bytes(b""), hash_bytes(b"\0"));
+        assert_ne!(hash_bytes(b"abcdefgh"), hash_bytes(b"abcdefgh\0"));
+    }
+}
