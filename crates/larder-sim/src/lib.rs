@@ -17,6 +17,7 @@
 //! | W-TinyLFU | [`tinylfu`] | Caffeine: window LRU + SLRU + count-min admission |
 //! | memcached-SLRU | [`memcached`] | memcached 1.6's hot/warm/cold segmented LRU |
 //! | seg-FIFO, seg-CLOCK, seg-S3-FIFO, seg-merge | [`segcache`] | larder's segment-level policies (current and candidates) |
+//! | …/8sh | [`sharded`] | a segment policy split over the store's shards |
 //!
 //! Workloads: the cache2k traces ([`trace`]) replayed at capacities of
 //! unique keys ÷ 4 and ÷ 10, and a synthetic hot-Zipf-plus-scan workload
@@ -30,6 +31,7 @@ pub mod memcached;
 pub mod report;
 pub mod s3fifo;
 pub mod segcache;
+pub mod sharded;
 pub mod sketch;
 pub mod tinylfu;
 pub mod trace;
@@ -61,12 +63,25 @@ pub fn policies(cap: usize, seg_items: usize) -> Vec<Box<dyn Policy>> {
         Box::new(s3fifo::S3Fifo::new(cap)),
         Box::new(s3fifo::S3Fifo::with_threshold(cap, 2)),
         Box::new(tinylfu::WTinyLfu::new(cap)),
+        Box::new(tinylfu::WTinyLfu::adaptive(cap)),
         Box::new(SegCache::new(SegKind::Fifo, cap, seg_items)),
         Box::new(SegCache::new(SegKind::Clock, cap, seg_items)),
         Box::new(SegCache::new(SegKind::S3 { promote: 1 }, cap, seg_items)),
         Box::new(SegCache::new(SegKind::S3 { promote: 2 }, cap, seg_items)),
         Box::new(SegCache::new(SegKind::Merge { n: 4 }, cap, seg_items)),
     ]
+}
+
+/// The segment policies split over the store's shards (see [`sharded`]).
+pub fn sharded_policies(cap: usize, seg_items: usize) -> Vec<Box<dyn Policy>> {
+    use segcache::{SegCache, SegKind};
+    use sharded::Sharded;
+    let n = Sharded::store_shards(cap / seg_items.max(1));
+    let kinds = [SegKind::Fifo, SegKind::S3 { promote: 1 }];
+    kinds
+        .into_iter()
+        .map(|k| Box::new(Sharded::new(n, cap, move |c| Box::new(SegCache::new(k, c, seg_items)))) as Box<dyn Policy>)
+        .collect()
 }
 
 /// Hits and misses of a replay.

@@ -12,7 +12,7 @@
 
 use larder_sim::report::{self, Row};
 use larder_sim::workload::ScanWorkload;
-use larder_sim::{policies, replay, replay_measured, trace};
+use larder_sim::{policies, replay, replay_measured, sharded_policies, trace};
 use std::path::PathBuf;
 
 struct Args {
@@ -74,7 +74,7 @@ fn main() {
         for div in [4, 10] {
             let cap = t.unique / div;
             let seg = (cap / args.segments).max(1);
-            for mut p in policies(cap, seg) {
+            for mut p in policies(cap, seg).into_iter().chain(sharded_policies(cap, seg)) {
                 let c = replay(&mut *p, &t.keys);
                 rows.push(Row {
                     workload: t.name.clone(),
@@ -95,7 +95,7 @@ fn main() {
             for div in [4, 10] {
                 let cap = w.hot / div;
                 let seg = (cap / args.segments).max(1);
-                for mut p in policies(cap, seg) {
+                for mut p in policies(cap, seg).into_iter().chain(sharded_policies(cap, seg)) {
                     let c = replay_measured(&mut *p, &reqs);
                     rows.push(Row {
                         workload: label.into(),
