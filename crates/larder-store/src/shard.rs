@@ -493,3 +493,158 @@ impl Shard {
         self.remove_segment(id)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evict::Fifo;
+
+    struct Fixture {
+        pool: Pool,
+        sh: Shard,
+        hasher: KeyHasher,
+    }
+
+    impl Fixture {
+        fn new() -> Fixture {
+            let hasher = KeyHasher::new();
+            let sh = Shard::new(4, hasher.clone(), Arc::default());
+            Fixture { pool: Pool::new(1 << 20, 4096), sh, hasher }
+        }
+
+        /// Writes a new item the way the store does; its location.
+        fn put(&mut self, key: &[u8], value: &[u8], exptime: Time, now: Time) -> Loc {
+            let size = item::item_len(key.len(), value.len(), 0);
+            let loc = match self.sh.append(size) {
+                Some(l) => l,
+                None => {
+                    let buf = self.pool.segment().unwrap();
+                    let gen = self.pool.next_gen();
+                    self.sh.install(buf, gen, false, &self.pool);
+                    self.sh.append(size).unwrap()
+                }
+            };
+            let bytes = self.sh.item_bytes_mut(loc);
+            let voff = item::encode(bytes, key, value.len(), 0, exptime, now);
+            bytes[voff..].copy_from_slice(value);
+            let h = self.hasher.hash(key);
+            let old = match self.sh.lookup(h, key, now, &self.pool) {
+                Found::Live(_, l) => Some(l),
+                _ => None,
+            };
+            let env = Env { pool: &self.pool, now, evict: true, policy: &Fifo };
+            assert!(self.sh.commit(h, loc, old, true, &env));
+            loc
+        }
+
+        fn get(&mut self, key: &[u8], now: Time) -> Option<Vec<u8>> {
+            match self.sh.lookup(self.hasher.hash(key), key, now, &self.pool) {
+                Found::Live(_, loc) => Some(self.sh.item(loc).value.to_vec()),
+                _ => None,
+            }
+        }
+    }
+
+    #[test]
+    fn accounting_follows_links_and_emptied_segments_are_freed() {
+        let mut f = Fixture::new();
+        let a = f.put(b"a", &[1; 1000], 0, 1);
+        f.put(b"b", &[2; 1000], 0, 1);
+        f.put(b"c", &[3; 3000], 0, 1); // does not fit: second segment
+        assert_eq!(f.sh.segs.count(), 2);
+        assert_eq!(f.sh.st.curr_items, 3);
+        let first = a.seg;
+        // Overwrite a and b: the first segment holds nothing live and is
+        // not open, so it is freed at once.
+        f.put(b"a", &[4; 10], 0, 1);
+        f.put(b"b", &[5; 10], 0, 1);
+        assert_eq!(f.sh.segs.count(), 1);
+        assert!(f.sh.segs.oldest_first().all(|id| id != first));
+        assert_eq!(f.sh.st.curr_items, 3);
+        assert_eq!(f.sh.st.total_items, 5);
+        assert_eq!(f.get(b"a", 1).unwrap(), vec![4; 10]);
+        let live: u64 = [b"a", b"b", b"c"]
+            .iter()
+            .map(|k| item::item_len(1, f.get(&k[..], 1).unwrap().len(), 0) as u64)
+            .sum();
+        assert_eq!(f.sh.st.live_bytes, live);
+        assert_eq!(f.pool.spare_segments(), 1, "freed buffer kept for reuse");
+    }
+
+    #[test]
+    fn evicting_a_segment_classifies_and_skips_pads() {
+        let mut f = Fixture::new();
+        let x = f.put(b"live", b"1", 0, 1);
+        f.put(b"gone", b"2", 5, 1);
+        f.put(b"dead", b"3", 0, 1);
+        f.put(b"dead", b"4", 0, 1); // the first version is dead, same segment
+        // A large object leaves a pad byte in the open segment.
+        let big = f.pool.large(5000).unwrap();
+        let gen = f.pool.next_gen();
+        let l = f.sh.install(big, gen, true, &f.pool);
+        assert!(f.sh.cas(l) > f.sh.cas(x));
+        f.put(b"after", b"5", 0, 1);
+        assert_eq!(f.sh.segs.bytes(x.seg, 0).iter().filter(|&&b| b == item::PAD).count(), 1);
+        let before = f.sh.st.clone();
+        let seg = f.sh.evict_segment(x.seg, 6);
+        assert_eq!(seg.buf.len(), 4096);
+        let st = &f.sh.st;
+        assert_eq!(st.evictions - before.evictions, 3, "live, dead's 2nd version, after");
+        assert_eq!(st.reclaimed - before.reclaimed, 1, "gone had expired");
+        assert_eq!(st.curr_items, 0);
+        assert_eq!(st.live_bytes, 0);
+        assert_eq!(f.get(b"live", 6), None);
+        f.pool.discard(seg.buf);
+    }
+
+    #[test]
+    fn delayed_flush_applies_once_due() {
+        let mut f = Fixture::new();
+        f.put(b"k", b"v", 0, 1);
+        let word = 1u64 << 32 | 10;
+        f.sh.apply_flush(word, 9, &f.pool);
+        assert_eq!(f.get(b"k", 9).unwrap(), b"v");
+        f.put(b"j", b"w", 0, 9);
+        f.sh.apply_flush(word, 10, &f.pool);
+        assert_eq!(f.sh.open, 0, "appends move to a fresh segment");
+        assert!(matches!(f.sh.lookup(f.hasher.hash(b"j"), b"j", 10, &f.pool), Found::Flushed));
+        f.put(b"n", b"x", 0, 10);
+        f.sh.apply_flush(word, 11, &f.pool);
+        assert_eq!(f.get(b"n", 11).unwrap(), b"x", "applied once only");
+        assert!(matches!(f.sh.lookup(f.hasher.hash(b"k"), b"k", 11, &f.pool), Found::Flushed));
+    }
+
+    #[test]
+    fn free_at_is_a_lower_bound_refreshed_on_demand() {
+        let mut f = Fixture::new();
+        f.put(b"a", b"1", 50, 1);
+        f.sh.publish_free_at();
+        assert_eq!(f.sh.published.free_at.load(Relaxed), 50);
+        f.put(b"b", b"2", 0, 1);
+        // Stale until refreshed, and never above the truth.
+        assert_eq!(f.sh.published.free_at.load(Relaxed), 50);
+        f.sh.publish_free_at();
+        assert_eq!(f.sh.published.free_at.load(Relaxed), u32::MAX);
+        f.sh.apply_flush(1 << 32, 2, &f.pool);
+        assert_eq!(f.sh.published.free_at.load(Relaxed), 0, "flushed: free at once");
+    }
+
+    #[test]
+    fn index_growth_is_budgeted_and_migrates_during_lookups() {
+        let mut f = Fixture::new();
+        let start = f.sh.index.bytes();
+        for i in 0..200u32 {
+            f.put(&i.to_le_bytes(), b"v", 0, 1);
+        }
+        assert!(f.sh.index.nbuckets() > 4);
+        // Lookups finish any migration; all keys stay reachable.
+        for _ in 0..100 {
+            for i in 0..200u32 {
+                assert_eq!(f.get(&i.to_le_bytes(), 1).unwrap(), b"v");
+            }
+        }
+        assert!(!f.sh.index.migrating());
+        let segs = f.sh.segs.count() - f.sh.segs.large_count();
+        assert_eq!(f.pool.used(), segs * 4096 + f.sh.index.bytes() - start + f.pool.spare_segments() * 4096);
+    }
+}
