@@ -675,21 +675,34 @@ pub enum ArithResult {
 /// Store-wide figures for `stats`.
 #[derive(Debug, Default, Clone)]
 pub struct Stats {
+    /// Items in the index, including expired or flushed ones nobody has
+    /// looked up yet (as memcached counts them).
     pub curr_items: u64,
+    /// Items linked: every successful store, and incr/decr when the value
+    /// grows (memcached rewrites shorter or equal values in place).
     pub total_items: u64,
     /// Bytes used by live items (headers + keys + values).
     pub bytes: u64,
+    /// Live, unexpired items dropped to make room.
     pub evictions: u64,
-    /// Expired items whose memory was reclaimed.
+    /// Expired items removed (found expired by a lookup, or reclaimed with
+    /// their segment).
     pub reclaimed: u64,
+    /// Of `reclaimed`, those never fetched.
     pub expired_unfetched: u64,
+    /// Of `evictions`, those never fetched.
     pub evicted_unfetched: u64,
     pub limit_maxbytes: u64,
+    /// Regular segment buffers allocated: in shards plus spares.
     pub segments_total: u64,
+    /// Regular segments held by shards.
     pub segments_used: u64,
+    /// Size of a regular segment (may be below `Config::segment_size` for
+    /// small memory limits).
     pub segment_size: u64,
     /// Bytes held by dead (overwritten/deleted/expired) items not yet reclaimed.
     pub bytes_dead: u64,
+    /// Index tables (both while one doubles), counted in `memory_used`.
     pub index_bytes: u64,
     pub index_slots: u64,
     pub index_used: u64,
