@@ -669,6 +669,7 @@ mod vectors {
     }
 }
 
+#[rustfmt::skip]
 #[path = "meta_vectors.rs"]
 mod recorded;
 
@@ -1024,4 +1025,78 @@ fn request_size_stays_bounded() {
     );
     println!("MetaRequest, Request, Parsed: {sizes:?}");
     assert!(sizes.2 <= 352, "{sizes:?}");
+}
+
+#[rustfmt::skip]
+#[path = "meta_parse_vectors.rs"]
+mod recorded_parse;
+
+/// The error lines larder sends for a stream: parse errors, too-large, an
+/// overlong opaque, and nothing else for requests (whose replies depend on
+/// the store).
+fn error_lines(stream: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut rest = stream;
+    while !rest.is_empty() {
+        let (consumed, swallow) = match p(rest) {
+            Parsed::Request {
+                request: Request::Meta(m),
+                consumed,
+            } => {
+                // The encoders of mg and ma answer an overlong opaque with
+                // an error whatever the outcome.
+                if matches!(m.command, MetaCommand::Get | MetaCommand::Arith) {
+                    let mut reply = Vec::new();
+                    mg_miss(&mut reply, &m);
+                    if reply.starts_with(b"CLIENT_ERROR") {
+                        out.extend_from_slice(&reply);
+                    }
+                }
+                (consumed, 0)
+            }
+            Parsed::Request { consumed, .. } => (consumed, 0),
+            Parsed::Error {
+                error,
+                consumed,
+                swallow,
+            } => {
+                out.extend_from_slice(error.as_bytes());
+                out.extend_from_slice(b"\r\n");
+                (consumed, swallow)
+            }
+            Parsed::TooLarge {
+                consumed, swallow, ..
+            } => {
+                out.extend_from_slice(b"SERVER_ERROR object too large for cache\r\n");
+                (consumed, swallow)
+            }
+            Parsed::Silent { consumed, swallow } => (consumed, swallow),
+            other => panic!("{:?}: {other:?}", String::from_utf8_lossy(stream)),
+        };
+        rest = &rest[(consumed + swallow).min(rest.len())..];
+    }
+    out
+}
+
+#[test]
+fn recorded_random_requests_error_alike() {
+    let mut failures = Vec::new();
+    for &(input, errors) in recorded_parse::PARSE_VECTORS {
+        let got = error_lines(input);
+        if got != errors {
+            failures.push(format!(
+                "{:?}\n  memcached: {:?}\n  larder:    {:?}",
+                String::from_utf8_lossy(input),
+                String::from_utf8_lossy(errors),
+                String::from_utf8_lossy(&got)
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} differ:\n{}",
+        failures.len(),
+        recorded_parse::PARSE_VECTORS.len(),
+        failures.join("\n")
+    );
 }
