@@ -33,7 +33,7 @@
 //! 0       1      control: bits 0-1 = value-length width - 1 (1..4 bytes),
 //!                bit 2 = client flags present, bit 3 = fetched,
 //!                bit 4 = stale, bit 5 = win token sent (meta protocol),
-//!                bits 6-7 = 0
+//!                bits 6-7 = 0 (0xC0 alone is a one-byte pad, see below)
 //! 1       1      key length (1..=250)
 //! 2       w      value length (w = 1..4 bytes, smallest that fits)
 //! 2+w     4      exptime (absolute server time, 0 = never; touch patches it)
@@ -48,13 +48,16 @@
 //! item is `(segment generation << 24) | offset`, unique because every
 //! segment installation draws a new generation from a global counter and an
 //! offset within a generation is written once. CAS never repeats, so a CAS
-//! can never be reused by a later mutation of the same key. Touch/gat patch
-//! only the exptime and keep the CAS, as memcached does.
+//! can never be reused by a later mutation of the same key; and within a
+//! shard (so for every key) it only grows, like memcached's. Touch/gat
+//! patch only the exptime and keep the CAS, as memcached does.
 //!
 //! An item larger than a segment is a *large object*: a buffer of exactly
 //! its size holding the same layout at offset 0, tracked like a segment
 //! (it has an id, a generation and a place in the FIFO) and counted against
-//! the memory limit.
+//! the memory limit. Its CAS is the (generation, offset) of a one-byte pad
+//! (0xC0) appended to the shard's open segment at that moment, which keeps
+//! CAS values growing; segment walks step over pads.
 //!
 //! # Index slot layout
 //!
