@@ -57,7 +57,9 @@ fn mixed_ops_under_eviction_never_tear() {
     let stop = Arc::new(AtomicBool::new(false));
     let clock = Arc::new(AtomicU32::new(1));
     let ops = Arc::new(AtomicU64::new(0));
-    let deadline = Instant::now() + Duration::from_millis(2500);
+    // STRESS_MS=<n> runs longer (a soak); the default keeps the suite quick.
+    let ms = std::env::var("STRESS_MS").map_or(2500, |v| v.parse().unwrap());
+    let deadline = Instant::now() + Duration::from_millis(ms);
     let workers: Vec<_> = (0..THREADS)
         .map(|t| {
             let (s, stop, clock, ops) = (s.clone(), stop.clone(), clock.clone(), ops.clone());
