@@ -19,6 +19,7 @@ pub struct Lru {
     promote: bool,
 }
 
+#[allow(clippy::self_named_constructors)]
 impl Lru {
     pub fn lru(cap: usize) -> Lru {
         Lru { cap: cap.max(1), list: Lists::new(1), map: FastMap::default(), promote: true }

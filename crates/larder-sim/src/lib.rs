@@ -18,6 +18,7 @@
 //! | memcached-SLRU | [`memcached`] | memcached 1.6's hot/warm/cold segmented LRU |
 //! | seg-FIFO, seg-CLOCK, seg-S3-FIFO, seg-merge | [`segcache`] | larder's segment-level policies (current and candidates) |
 //! | …/8sh | [`sharded`] | a segment policy split over the store's shards |
+//! | OPT | [`opt`] | Belady's offline optimum: the lower bound |
 //!
 //! Workloads: the cache2k traces ([`trace`]) replayed at capacities of
 //! unique keys ÷ 4 and ÷ 10, and a synthetic hot-Zipf-plus-scan workload
@@ -28,6 +29,7 @@ pub mod basic;
 pub mod ghost;
 pub mod list;
 pub mod memcached;
+pub mod opt;
 pub mod report;
 pub mod s3fifo;
 pub mod segcache;

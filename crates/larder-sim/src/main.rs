@@ -3,12 +3,15 @@
 //! markdown table of miss ratios and writes the same figures as JSON.
 //!
 //! ```text
-//! larder-sim [--traces DIR] [--segments N] [--json PATH] [--only NAME] [--no-scan]
+//! larder-sim [--traces DIR] [--segments N] [--json PATH] [--only NAME] [--no-scan] [--cap-scale F]
 //! ```
 //!
 //! `--segments N` (default 64): the segment policies get segments of
 //! capacity ÷ N items, i.e. N segments — the store's own minimum count, so
 //! these are the coarsest segments larder runs with.
+//!
+//! `--cap-scale F` (default 1): multiply the trace capacities by F, to see
+//! what a given advantage in items per byte is worth in miss ratio.
 
 use larder_sim::report::{self, Row};
 use larder_sim::workload::ScanWorkload;
@@ -21,6 +24,7 @@ struct Args {
     json: PathBuf,
     only: Option<String>,
     scan: bool,
+    scale: f64,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -30,6 +34,7 @@ fn parse_args() -> Result<Args, String> {
         json: PathBuf::from("larder-sim.json"),
         only: None,
         scan: true,
+        scale: 1.0,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -40,8 +45,9 @@ fn parse_args() -> Result<Args, String> {
             "--json" => a.json = val()?.into(),
             "--only" => a.only = Some(val()?),
             "--no-scan" => a.scan = false,
+            "--cap-scale" => a.scale = val()?.parse().map_err(|e| format!("--cap-scale: {e}"))?,
             "-h" | "--help" => {
-                println!("larder-sim [--traces DIR] [--segments N] [--json PATH] [--only NAME] [--no-scan]");
+                println!("larder-sim [--traces DIR] [--segments N] [--json PATH] [--only NAME] [--no-scan] [--cap-scale F]");
                 std::process::exit(0);
             }
             f => return Err(format!("unknown flag {f}")),
@@ -72,7 +78,7 @@ fn main() {
         let t = trace::load(&f).unwrap_or_else(|e| panic!("{e}"));
         eprintln!("{}: {} requests, {} unique keys", t.name, t.keys.len(), t.unique);
         for div in [4, 10] {
-            let cap = t.unique / div;
+            let cap = (t.unique as f64 / div as f64 * args.scale) as usize;
             let seg = (cap / args.segments).max(1);
             for mut p in policies(cap, seg).into_iter().chain(sharded_policies(cap, seg)) {
                 let c = replay(&mut *p, &t.keys);
@@ -86,6 +92,25 @@ fn main() {
                     miss_ratio: c.miss_ratio(),
                 });
             }
+            let c = larder_sim::opt::belady(&t.keys, cap);
+            rows.push(Row {
+                workload: t.name.clone(),
+                capacity_label: format!("÷{div}"),
+                capacity: cap,
+                seg_items: seg,
+                policy: "OPT (Belady)".into(),
+                requests: t.keys.len() as u64,
+                miss_ratio: c.miss_ratio(),
+            });
+            rows.push(Row {
+                workload: t.name.clone(),
+                capacity_label: format!("÷{div}"),
+                capacity: cap,
+                seg_items: seg,
+                policy: "compulsory (unique ÷ requests)".into(),
+                requests: t.keys.len() as u64,
+                miss_ratio: t.unique as f64 / t.keys.len() as f64,
+            });
         }
     }
     if args.scan {
