@@ -14,6 +14,7 @@
 //! | [`prometheus`] | text exposition format 0.0.4 writer and a tiny `GET /metrics` HTTP/1.1 responder | the admin listener |
 //! | [`metadump`] | `lru_crawler metadump` line encoder (memcached's format) and the prefix filter | the key-dump crawler |
 //! | [`watch`] | `watch` log-stream line encoders (memcached's format) | the logger |
+//! | [`observer`] | one facade over all of the above: the few calls the server makes | the server |
 //! | [`top`] | `larder top --server host:port` | the `larder` binary (`larder top ...`) and `larder-top` |
 //!
 //! Hot-path rules followed throughout: no allocation per call, no global lock
@@ -25,6 +26,7 @@ pub mod bigkeys;
 pub mod hotkeys;
 pub mod latency;
 pub mod metadump;
+pub mod observer;
 pub mod prefix;
 pub mod prometheus;
 pub mod top;
