@@ -190,7 +190,15 @@ pub struct PrefixStats {
 pub struct PrefixWorker {
     shared: Arc<Shared>,
     counters: Arc<Counters>,
+    /// The last prefix looked up and its slot (mappings never change, so
+    /// this one-entry cache is always valid): saves the hash and the probe
+    /// when consecutive keys share a prefix (multi-gets, skewed traffic).
+    last: [u8; CACHE_LEN],
+    last_len: usize,
+    last_slot: usize,
 }
+
+const CACHE_LEN: usize = 48;
 
 /// Which row a [`PrefixRow`] is.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -302,12 +310,12 @@ impl PrefixStats {
         let mut workers = self.shared.workers.lock().unwrap();
         for c in workers.iter() {
             if c.in_use.compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
-                return PrefixWorker { shared: self.shared.clone(), counters: c.clone() };
+                return PrefixWorker::new(self.shared.clone(), c.clone());
             }
         }
         let c = new_counters(self.shared.names.len());
         workers.push(c.clone());
-        PrefixWorker { shared: self.shared.clone(), counters: c }
+        PrefixWorker::new(self.shared.clone(), c)
     }
 
     /// `stats detail on|off`.
@@ -542,13 +550,9 @@ fn add_row(acc: &mut PrefixRow, r: &PrefixRow) {
 }
 
 impl Shared {
-    /// The slot of `key`'s prefix, registering it if there is room.
+    /// The slot of prefix `p`, registering it if there is room.
     #[inline]
-    fn slot_of(&self, key: &[u8]) -> usize {
-        let p = match key.iter().position(|&b| b == self.cfg.delimiter) {
-            Some(i) => &key[..i],
-            None => return UNPREFIXED,
-        };
+    fn slot_of_prefix(&self, p: &[u8]) -> usize {
         let h = hash_bytes(p);
         let tag = h >> 32;
         let mut i = h as usize & self.mask;
@@ -609,6 +613,29 @@ impl Shared {
 }
 
 impl PrefixWorker {
+    fn new(shared: Arc<Shared>, counters: Arc<Counters>) -> Self {
+        PrefixWorker { shared, counters, last: [0; CACHE_LEN], last_len: usize::MAX, last_slot: OTHER }
+    }
+
+    #[inline]
+    fn slot_of(&mut self, key: &[u8]) -> usize {
+        let i = match key.iter().position(|&b| b == self.shared.cfg.delimiter) {
+            Some(i) => i,
+            None => return UNPREFIXED,
+        };
+        let p = &key[..i];
+        if i == self.last_len && p == &self.last[..i] {
+            return self.last_slot;
+        }
+        let s = self.shared.slot_of_prefix(p);
+        if i <= CACHE_LEN {
+            self.last[..i].copy_from_slice(p);
+            self.last_len = i;
+            self.last_slot = s;
+        }
+        s
+    }
+
     #[inline]
     fn add(&self, slot: usize, i: usize, delta: u64) {
         let c = &self.counters.slots[slot][i];
@@ -625,7 +652,7 @@ impl PrefixWorker {
     /// `bytes_sent` is the value bytes sent back (0 on a miss).
     #[inline]
     pub fn on_get(&mut self, key: &[u8], hit: bool, bytes_sent: u64) {
-        let s = self.shared.slot_of(key);
+        let s = self.slot_of(key);
         self.add(s, GETS, 1);
         if hit {
             self.add(s, HITS, 1);
@@ -646,7 +673,7 @@ impl PrefixWorker {
     /// Also for append/prepend/incr/decr that change the size.
     #[inline]
     pub fn on_set(&mut self, key: &[u8], new_item_bytes: u64, old_item_bytes: Option<u64>) {
-        let s = self.shared.slot_of(key);
+        let s = self.slot_of(key);
         self.add(s, SETS, 1);
         match old_item_bytes {
             None => self.add(s, ITEMS, 1),
@@ -663,7 +690,7 @@ impl PrefixWorker {
     #[inline]
     pub fn on_set_failed(&mut self, key: &[u8]) {
         if self.detail() {
-            let s = self.shared.slot_of(key);
+            let s = self.slot_of(key);
             self.add(s, D_SET, 1);
         }
     }
@@ -672,7 +699,7 @@ impl PrefixWorker {
     /// the key was not found (memcached's detail `del` counts both).
     #[inline]
     pub fn on_delete(&mut self, key: &[u8], item_bytes: Option<u64>) {
-        let s = self.shared.slot_of(key);
+        let s = self.slot_of(key);
         if let Some(b) = item_bytes {
             self.add(s, DELETES, 1);
             self.remove(s, b);
@@ -685,7 +712,7 @@ impl PrefixWorker {
     /// The store evicted an item.
     #[inline]
     pub fn on_evict(&mut self, key: &[u8], item_bytes: u64) {
-        let s = self.shared.slot_of(key);
+        let s = self.slot_of(key);
         self.add(s, EVICTIONS, 1);
         self.remove(s, item_bytes);
     }
@@ -693,7 +720,7 @@ impl PrefixWorker {
     /// The store reclaimed an expired (or flushed) item.
     #[inline]
     pub fn on_expire(&mut self, key: &[u8], item_bytes: u64) {
-        let s = self.shared.slot_of(key);
+        let s = self.slot_of(key);
         self.add(s, EXPIRED, 1);
         self.remove(s, item_bytes);
     }
