@@ -52,6 +52,10 @@ pub trait Policy {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Items copied by eviction so far (segment policies' survivors).
+    fn copies(&self) -> u64 {
+        0
+    }
 }
 
 /// The policies compared, by name, at `cap` items; `seg_items` is the

@@ -90,6 +90,7 @@ fn main() {
                     policy: p.name(),
                     requests: t.keys.len() as u64,
                     miss_ratio: c.miss_ratio(),
+                    copies_per_request: p.copies() as f64 / (c.hits + c.misses).max(1) as f64,
                 });
             }
             let c = larder_sim::opt::belady(&t.keys, cap);
@@ -101,6 +102,7 @@ fn main() {
                 policy: "OPT (Belady)".into(),
                 requests: t.keys.len() as u64,
                 miss_ratio: c.miss_ratio(),
+                copies_per_request: 0.0,
             });
             rows.push(Row {
                 workload: t.name.clone(),
@@ -110,6 +112,7 @@ fn main() {
                 policy: "compulsory (unique ÷ requests)".into(),
                 requests: t.keys.len() as u64,
                 miss_ratio: t.unique as f64 / t.keys.len() as f64,
+                copies_per_request: 0.0,
             });
         }
     }
@@ -130,12 +133,20 @@ fn main() {
                         policy: p.name(),
                         requests: c.hits + c.misses,
                         miss_ratio: c.miss_ratio(),
+                        copies_per_request: p.copies() as f64 / reqs.len() as f64,
                     });
                 }
             }
         }
     }
     print!("{}", report::table(&rows));
+    println!("\nItems copied by eviction per request (segment policies):\n");
+    let copying: Vec<Row> = rows
+        .iter()
+        .filter(|r| r.policy.starts_with("seg-"))
+        .map(|r| Row { miss_ratio: r.copies_per_request, ..r.clone() })
+        .collect();
+    print!("{}", report::table(&copying));
     std::fs::write(&args.json, report::to_json(&command, &rows)).unwrap_or_else(|e| panic!("writing {}: {e}", args.json.display()));
     eprintln!("wrote {}", args.json.display());
 }

@@ -16,6 +16,8 @@ pub struct Row {
     pub policy: String,
     pub requests: u64,
     pub miss_ratio: f64,
+    /// Items copied by eviction (segment policies), per request.
+    pub copies_per_request: f64,
 }
 
 fn json_str(s: &str) -> String {
@@ -40,14 +42,15 @@ pub fn to_json(command: &str, rows: &[Row]) -> String {
     for (i, r) in rows.iter().enumerate() {
         let _ = write!(
             o,
-            "  {{\"workload\":{},\"capacity_label\":{},\"capacity\":{},\"seg_items\":{},\"policy\":{},\"requests\":{},\"miss_ratio\":{:.6}}}",
+            "  {{\"workload\":{},\"capacity_label\":{},\"capacity\":{},\"seg_items\":{},\"policy\":{},\"requests\":{},\"miss_ratio\":{:.6},\"copies_per_request\":{:.6}}}",
             json_str(&r.workload),
             json_str(&r.capacity_label),
             r.capacity,
             r.seg_items,
             json_str(&r.policy),
             r.requests,
-            r.miss_ratio
+            r.miss_ratio,
+            r.copies_per_request
         );
         o.push_str(if i + 1 < rows.len() { ",\n" } else { "\n" });
     }
@@ -106,6 +109,7 @@ mod tests {
             policy: "LRU".into(),
             requests: 10,
             miss_ratio: 0.25,
+            copies_per_request: 0.0,
         };
         let j = to_json("larder-sim \"x\"", std::slice::from_ref(&r));
         assert!(j.contains("\"command\":\"larder-sim \\\"x\\\"\""));

@@ -350,6 +350,10 @@ impl Policy for SegCache {
     fn len(&self) -> usize {
         self.index.len()
     }
+
+    fn copies(&self) -> u64 {
+        self.copies
+    }
 }
 
 #[cfg(test)]

@@ -52,6 +52,10 @@ impl Policy for Sharded {
     fn len(&self) -> usize {
         self.shards.iter().map(|s| s.len()).sum()
     }
+
+    fn copies(&self) -> u64 {
+        self.shards.iter().map(|s| s.copies()).sum()
+    }
 }
 
 #[cfg(test)]
