@@ -478,17 +478,25 @@ impl Store {
     /// segment, a fresh segment, or a large object. `protect` (a segment id
     /// of this shard, 0 = none) is not evicted meanwhile.
     fn reserve(&self, l: &mut Locked<'_>, size: usize, protect: u32, now: Time) -> Option<Loc> {
-        if size <= self.segment_size {
+        let exhausted = !self.evict && self.pool.exhausted();
+        if size <= self.segment_size && !exhausted {
             if let Some(loc) = l.g.append(size) {
                 return Some(loc);
             }
-            let buf = self.acquire(l, None, protect, now)?;
-            l.g.install(buf, self.pool.next_gen(), false, &self.pool);
-            Some(l.g.append(size).expect("fits in a fresh segment"))
-        } else {
-            let buf = self.acquire(l, Some(size), protect, now)?;
-            Some(l.g.install(buf, self.pool.next_gen(), true, &self.pool))
         }
+        let large = (size > self.segment_size).then_some(size);
+        let Some(buf) = self.acquire(l, large, protect, now) else {
+            if !self.evict {
+                self.pool.set_exhausted(true);
+            }
+            return None;
+        };
+        self.pool.set_exhausted(false);
+        if large.is_some() {
+            return Some(l.g.install(buf, self.pool.next_gen(), true, &self.pool));
+        }
+        l.g.install(buf, self.pool.next_gen(), false, &self.pool);
+        Some(l.g.append(size).expect("fits in a fresh segment"))
     }
 
     /// A buffer for a regular segment (`large == None`) or a large object,

@@ -10,12 +10,13 @@
 //! immediate taker) wait in `free` and stay counted in `used`. The `free`
 //! lock is a leaf lock, taken at most once per segment's worth of writes.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Mutex;
 
 pub struct Pool {
     limit: AtomicUsize,
     used: AtomicUsize,
+    exhausted: AtomicBool,
     segment_size: usize,
     free: Mutex<Vec<Box<[u8]>>>,
     next_gen: AtomicU64,
@@ -23,7 +24,28 @@ pub struct Pool {
 
 impl Pool {
     pub fn new(limit: usize, segment_size: usize) -> Pool {
-        Pool { limit: AtomicUsize::new(limit), used: AtomicUsize::new(0), segment_size, free: Mutex::new(Vec::new()), next_gen: AtomicU64::new(1) }
+        Pool {
+            limit: AtomicUsize::new(limit),
+            used: AtomicUsize::new(0),
+            segment_size,
+            free: Mutex::new(Vec::new()),
+            next_gen: AtomicU64::new(1),
+            exhausted: AtomicBool::new(false),
+        }
+    }
+
+    /// Without eviction (`-M`): memory ran out and nothing could be reclaimed.
+    /// While set, no shard writes into the tail of its open segment either,
+    /// so "out of memory" is one state for the whole cache, as in memcached,
+    /// not a per-shard accident of which open segment has room left.
+    pub fn exhausted(&self) -> bool {
+        self.exhausted.load(Relaxed)
+    }
+
+    pub fn set_exhausted(&self, v: bool) {
+        if self.exhausted.load(Relaxed) != v {
+            self.exhausted.store(v, Relaxed);
+        }
     }
 
     pub fn limit(&self) -> usize {
