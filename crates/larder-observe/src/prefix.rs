@@ -201,11 +201,12 @@ pub struct PrefixWorker {
 const CACHE_LEN: usize = 48;
 
 /// Which row a [`PrefixRow`] is.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub enum PrefixName {
     /// A tracked prefix (the bytes before the delimiter).
     Named(Vec<u8>),
     /// All prefixes seen after the table was full.
+    #[default]
     Other,
     /// Keys without the delimiter.
     Unprefixed,
@@ -228,12 +229,6 @@ pub struct PrefixRow {
     pub bytes_sent: u64,
     /// memcached `stats detail` counters: get, hit, set, del.
     pub detail: [u64; 4],
-}
-
-impl Default for PrefixName {
-    fn default() -> Self {
-        PrefixName::Other
-    }
 }
 
 impl PrefixRow {
@@ -334,9 +329,7 @@ impl PrefixStats {
         let raw = self.raw();
         let mut base = self.shared.baseline.lock().unwrap();
         for (b, r) in base.iter_mut().zip(raw.iter()) {
-            for i in GETS..NCOUNTERS {
-                b[i] = r[i];
-            }
+            b[GETS..].copy_from_slice(&r[GETS..]);
         }
     }
 

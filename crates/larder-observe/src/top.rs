@@ -217,7 +217,8 @@ const OPS: [&str; 11] = [
 /// are deltas over the interval; without, lifetime averages (uptime).
 pub fn render(cur: &Sample, prev: Option<&Sample>, server: &str, rows: usize) -> String {
     let mut o = String::new();
-    let (dt, delta): (f64, Box<dyn Fn(&str) -> f64>) = match prev {
+    type Delta<'a> = Box<dyn Fn(&str) -> f64 + 'a>;
+    let (dt, delta): (f64, Delta) = match prev {
         Some(p) if cur.at > p.at => (cur.at - p.at, Box::new(move |n: &str| (cur.num(n) - p.num(n)).max(0.0))),
         _ => (cur.num("uptime").max(1.0), Box::new(move |n: &str| cur.num(n))),
     };
@@ -410,7 +411,7 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
             "--server" | "-s" => o.server = val("--server")?,
             "--interval" | "-i" => {
                 o.interval = val("--interval")?.parse().map_err(|_| "--interval: not a number".to_string())?;
-                if !(o.interval > 0.0) {
+                if o.interval.is_nan() || o.interval <= 0.0 {
                     return Err("--interval must be > 0".into());
                 }
             }
