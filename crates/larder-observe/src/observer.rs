@@ -209,6 +209,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn thread_safety() {
+        fn send<T: Send>() {}
+        fn sync<T: Send + Sync>() {}
+        send::<ObserverWorker>();
+        sync::<Observer>();
+    }
+
+    #[test]
     fn wiring_in_a_few_calls() {
         let obs = Observer::new(ObserverConfig { hotkeys_sample: 1, ..Default::default() });
         let mut w = obs.worker();
