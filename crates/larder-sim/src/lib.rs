@@ -74,6 +74,7 @@ pub fn policies(cap: usize, seg_items: usize) -> Vec<Box<dyn Policy>> {
         Box::new(SegCache::new(SegKind::Clock, cap, seg_items)),
         Box::new(SegCache::new(SegKind::S3 { promote: 1 }, cap, seg_items)),
         Box::new(SegCache::new(SegKind::S3 { promote: 2 }, cap, seg_items)),
+        Box::new(SegCache::new(SegKind::S3 { promote: 1 }, cap, seg_items).without_ghost()),
         Box::new(SegCache::new(SegKind::Merge { n: 4 }, cap, seg_items)),
     ]
 }
@@ -83,10 +84,15 @@ pub fn sharded_policies(cap: usize, seg_items: usize) -> Vec<Box<dyn Policy>> {
     use segcache::{SegCache, SegKind};
     use sharded::Sharded;
     let n = Sharded::store_shards(cap / seg_items.max(1));
-    let kinds = [SegKind::Fifo, SegKind::S3 { promote: 1 }];
+    let kinds = [(SegKind::Fifo, true), (SegKind::S3 { promote: 1 }, true), (SegKind::S3 { promote: 1 }, false)];
     kinds
         .into_iter()
-        .map(|k| Box::new(Sharded::new(n, cap, move |c| Box::new(SegCache::new(k, c, seg_items)))) as Box<dyn Policy>)
+        .map(|(k, ghost)| {
+            Box::new(Sharded::new(n, cap, move |c| {
+                let p = SegCache::new(k, c, seg_items);
+                Box::new(if ghost { p } else { p.without_ghost() })
+            })) as Box<dyn Policy>
+        })
         .collect()
 }
 

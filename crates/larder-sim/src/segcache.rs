@@ -79,6 +79,7 @@ pub struct SegCache {
     open: [Option<u32>; 2],
     index: FastMap<u32, Slot>,
     ghost: HashGhost,
+    use_ghost: bool,
     /// Items copied by eviction (survivors), for the cost column.
     pub copies: u64,
     /// Segments evicted (or merged).
@@ -102,9 +103,16 @@ impl SegCache {
             open: [None, None],
             index: FastMap::default(),
             ghost: HashGhost::new(max_segs * seg_items * 9 / 10),
+            use_ghost: true,
             copies: 0,
             evictions: 0,
         }
+    }
+
+    /// Segment S3-FIFO without the ghost: every miss writes to small.
+    pub fn without_ghost(mut self) -> SegCache {
+        self.use_ghost = false;
+        self
     }
 
     pub fn capacity(&self) -> usize {
@@ -324,6 +332,7 @@ impl Policy for SegCache {
         match self.kind {
             SegKind::Fifo => "seg-FIFO".into(),
             SegKind::Clock => "seg-CLOCK".into(),
+            SegKind::S3 { promote: 1 } if !self.use_ghost => "seg-S3-FIFO(no ghost)".into(),
             SegKind::S3 { promote: 1 } => "seg-S3-FIFO".into(),
             SegKind::S3 { promote } => format!("seg-S3-FIFO(t={promote})"),
             SegKind::Merge { n } => format!("seg-merge({n})"),
@@ -336,7 +345,7 @@ impl Policy for SegCache {
             return true;
         }
         let q = match self.kind {
-            SegKind::S3 { .. } if self.ghost.take(key) => MAIN,
+            SegKind::S3 { .. } if self.use_ghost && self.ghost.take(key) => MAIN,
             _ => SMALL,
         };
         self.append(q, key, 0);
