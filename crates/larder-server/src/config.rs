@@ -42,6 +42,11 @@ pub struct Settings {
     pub debug_time: bool,
     pub maxconns_fast: bool,
     pub coredumps: bool,
+    /// memcached's LRU crawler / maintainer switches. larder has neither
+    /// thread; the switches only decide whether `stats` lists their
+    /// (zero) counters, as memcached does when they are off.
+    pub lru_crawler: bool,
+    pub lru_maintainer: bool,
     /// Grace mode (`-o grace=`, `grace_prefix=`, `grace_lease=`).
     pub grace: crate::grace::GraceConfig,
     /// Warnings to print at start-up (flags accepted but without effect).
@@ -97,6 +102,8 @@ impl Default for Settings {
             debug_time: false,
             maxconns_fast: true,
             coredumps: false,
+            lru_crawler: true,
+            lru_maintainer: true,
             grace: crate::grace::GraceConfig { lease: 5, ..Default::default() },
             warnings: Vec::new(),
         }
@@ -399,8 +406,10 @@ fn parse_extended<'a>(list: &'a str, s: &mut Settings) -> Result<(), UsageError>
             "maxconns_fast" => s.maxconns_fast = true,
             "no_maxconns_fast" => s.maxconns_fast = false,
             "modern" | "no_modern" => {}
-            "slab_chunk_max" | "slab_reassign" | "slab_automove" | "hashpower" | "lru_crawler"
-            | "no_lru_crawler" | "lru_maintainer" | "no_lru_maintainer" | "hash_algorithm"
+            "lru_crawler" | "no_lru_crawler" => s.lru_crawler = name == "lru_crawler",
+            "lru_maintainer" | "no_lru_maintainer" => s.lru_maintainer = name == "lru_maintainer",
+            "slab_chunk_max" | "slab_reassign" | "slab_automove" | "hashpower"
+            | "hash_algorithm"
             | "hot_lru_pct" | "warm_lru_pct" | "hot_max_factor" | "warm_max_factor"
             | "temporary_ttl" | "tail_repair_time" | "no_hashexpand" | "lru_crawler_sleep"
             | "lru_crawler_tocrawl" => s.warnings.push(format!(

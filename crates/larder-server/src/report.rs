@@ -55,19 +55,29 @@ fn general(srv: &Server, out: &mut Vec<u8>) {
     let (user, system) = rusage();
     let c = &srv.stats.conns;
     use std::sync::atomic::Ordering::Relaxed;
+    // memcached 1.6.18's names in memcached's order, so exporters and
+    // dashboards find what they expect. Figures of memcached subsystems that
+    // larder does not have (libevent, response objects, the slab mover, the
+    // LRU crawler and maintainer, the logger) are reported as what they are
+    // for larder: none, zero.
     stat_u64(out, "pid", std::process::id() as u64);
     stat_u64(out, "uptime", srv.clock.uptime());
     stat_u64(out, "time", srv.clock.unix_now() as u64);
     stat_str(out, "version", VERSION);
-    stat_str(out, "larder_version", env!("CARGO_PKG_VERSION"));
+    stat_str(out, "libevent", "none");
     stat_u64(out, "pointer_size", (std::mem::size_of::<usize>() * 8) as u64);
     stat_f64(out, "rusage_user", user);
     stat_f64(out, "rusage_system", system);
     stat_u64(out, "max_connections", srv.settings.max_connections as u64);
     stat_u64(out, "curr_connections", c.curr_connections.load(Relaxed));
     stat_u64(out, "total_connections", total_conns);
-    stat_u64(out, "rejected_connections", rejected);
+    if srv.settings.maxconns_fast {
+        stat_u64(out, "rejected_connections", rejected);
+    }
     stat_u64(out, "connection_structures", c.connection_structures.load(Relaxed));
+    for name in ["response_obj_oom", "response_obj_count", "response_obj_bytes", "read_buf_count", "read_buf_bytes", "read_buf_bytes_free", "read_buf_oom"] {
+        stat_u64(out, name, 0);
+    }
     stat_u64(out, "reserved_fds", srv.reserved_fds() as u64);
     stat_u64(out, "cmd_get", t.cmd_get);
     stat_u64(out, "cmd_set", t.cmd_set);
@@ -104,20 +114,56 @@ fn general(srv: &Server, out: &mut Vec<u8>) {
     stat_u64(out, "time_in_listen_disabled_us", 0);
     stat_u64(out, "threads", srv.settings.threads as u64);
     stat_u64(out, "conn_yields", t.conn_yields);
+    stat_u64(out, "hash_power_level", st.index_slots.max(1).ilog2() as u64);
     stat_u64(out, "hash_bytes", st.index_bytes);
     stat_u64(out, "hash_is_expanding", 0);
+    for name in [
+        "slab_reassign_rescues", "slab_reassign_chunk_rescues", "slab_reassign_evictions_nomem",
+        "slab_reassign_inline_reclaim", "slab_reassign_busy_items", "slab_reassign_busy_deletes",
+        "slab_reassign_running", "slabs_moved",
+    ] {
+        stat_u64(out, name, 0);
+    }
+    if srv.settings.lru_crawler {
+        stat_u64(out, "lru_crawler_running", 0);
+        stat_u64(out, "lru_crawler_starts", 0);
+    }
+    if srv.settings.lru_maintainer {
+        stat_u64(out, "lru_maintainer_juggles", 0);
+    }
+    for name in [
+        "malloc_fails", "log_worker_dropped", "log_worker_written", "log_watcher_skipped",
+        "log_watcher_sent", "log_watchers", "unexpected_napi_ids", "round_robin_fallback",
+    ] {
+        stat_u64(out, name, 0);
+    }
     stat_u64(out, "bytes", st.bytes);
     stat_u64(out, "curr_items", st.curr_items);
     stat_u64(out, "total_items", st.total_items);
+    // memcached's free pages waiting for a slab class: larder's spare segments.
+    stat_u64(out, "slab_global_page_pool", st.segments_total.saturating_sub(st.segments_used));
     stat_u64(out, "expired_unfetched", st.expired_unfetched);
     stat_u64(out, "evicted_unfetched", st.evicted_unfetched);
-    stat_u64(out, "evicted_active", 0);
+    if srv.settings.lru_maintainer {
+        stat_u64(out, "evicted_active", 0);
+    }
     stat_u64(out, "evictions", st.evictions);
     stat_u64(out, "reclaimed", st.reclaimed);
-    // larder's own figures.
+    for name in ["crawler_reclaimed", "crawler_items_checked", "lrutail_reflocked"] {
+        stat_u64(out, name, 0);
+    }
+    if srv.settings.lru_maintainer {
+        for name in ["moves_to_cold", "moves_to_warm", "moves_within_lru", "direct_reclaims", "lru_bumps_dropped"] {
+            stat_u64(out, name, 0);
+        }
+    }
+    // larder's own figures, after memcached's.
+    stat_str(out, "larder_version", env!("CARGO_PKG_VERSION"));
     stat_u64(out, "larder_segment_size", st.segment_size);
     stat_u64(out, "larder_segments_total", st.segments_total);
     stat_u64(out, "larder_segments_used", st.segments_used);
+    stat_u64(out, "larder_large_objects", st.large_objects);
+    stat_u64(out, "larder_memory_used", st.memory_used);
     stat_u64(out, "larder_bytes_dead", st.bytes_dead);
     stat_u64(out, "larder_index_slots", st.index_slots);
     stat_u64(out, "larder_index_used", st.index_used);
