@@ -35,13 +35,13 @@ fn get(srv: &Server, ws: &WorkerStats, req: &MetaRequest<'_>, now: Time, out: &m
         touch: f.ttl.map(|t| srv.clock.expiry(t as i64)),
         vivify: f.vivify_ttl.map(|t| srv.clock.expiry(t as i64)),
         recache_before: f.recache_ttl.map(|t| srv.clock.expiry(t as i64)),
+        key_binary: req.key_binary(),
     };
     bump(&ws.cmd_get, 1);
     if opts.touch.is_some() {
         bump(&ws.cmd_touch, 1);
     }
     let cas_enabled = srv.settings.cas_enabled;
-    let key_binary = req.key_binary();
     let found = srv.store.meta_get(req.key(), now, &opts, |m| {
         let item = MgItem {
             value: m.item.value,
@@ -51,7 +51,8 @@ fn get(srv: &Server, ws: &WorkerStats, req: &MetaRequest<'_>, now: Time, out: &m
             ttl_after: ttl(m.item.exptime, now),
             last_access: m.last_access as u64,
             fetched: m.fetched_before,
-            key_binary,
+            // memcached echoes a hit's key as the item stored it.
+            key_binary: m.key_binary,
             created: m.created,
             token_sent: m.token_sent_before,
             stale: m.stale,
@@ -102,7 +103,8 @@ fn set(srv: &Server, ws: &WorkerStats, req: &MetaRequest<'_>, now: Time, out: &m
         StoreCommand::Prepend => (Mode::Prepend, f.cas),
     };
     let key = req.key();
-    let result = srv.store.meta_store(mode, key, f.client_flags, exptime, req.data, now, cas, invalidate);
+    let result =
+        srv.store.meta_store(mode, key, f.client_flags, exptime, req.data, now, cas, invalidate, req.key_binary());
     bump(&ws.cmd_set, 1);
     if f.cas.is_some() {
         match result {
@@ -219,7 +221,6 @@ fn arith(srv: &Server, ws: &WorkerStats, req: &MetaRequest<'_>, now: Time, out: 
 fn debug(srv: &Server, req: &MetaRequest<'_>, now: Time, out: &mut Vec<u8>) {
     let key = req.key();
     let opts = MetaGet { bump: false, ..MetaGet::default() };
-    let key_binary = req.key_binary();
     let found = srv.store.meta_get(key, now, &opts, |m| {
         let item = MeItem {
             ttl: ttl(m.item.exptime, now),
@@ -228,7 +229,7 @@ fn debug(srv: &Server, req: &MetaRequest<'_>, now: Time, out: &mut Vec<u8>) {
             fetched: m.fetched_before,
             class: 1,
             size: larder_proto::text::item_size(key.len(), m.item.flags, m.item.value.len()) as u64,
-            key_binary,
+            key_binary: m.key_binary,
         };
         meta::me(out, key, &item);
     });

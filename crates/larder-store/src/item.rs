@@ -7,7 +7,7 @@
 //! byte 0      control: bits 0-1 = (value-length width - 1), bit 2 = client
 //!             flags present, bit 3 = fetched, bit 4 = stale (meta
 //!             invalidation), bit 5 = win token sent (meta recache/vivify),
-//!             bits 6-7 = 0 (reserved)
+//!             bit 6 = key arrived base64-encoded (meta `b`), bit 7 = 0
 //! byte 1      key length (1..=250)
 //! 1-4 bytes   value length, width from the control byte
 //! 4 bytes     exptime (0 = never); patched in place by touch/gat
@@ -32,6 +32,7 @@ const HAS_FLAGS: u8 = 1 << 2;
 const FETCHED: u8 = 1 << 3;
 const STALE: u8 = 1 << 4;
 const TOKEN_SENT: u8 = 1 << 5;
+const KEY_BINARY: u8 = 1 << 6;
 
 /// A one-byte filler: a control byte with the reserved bits 6-7 set, so
 /// never the start of an item. Segment walkers step over it. It reserves a
@@ -107,6 +108,8 @@ pub struct Header {
     pub stale: bool,
     /// A client has been told it won the right to refill this item (`W`).
     pub token_sent: bool,
+    /// The key arrived base64-encoded (meta `b`); meta replies re-encode it.
+    pub key_binary: bool,
     /// Offset of the exptime field.
     pub exp_off: usize,
     /// Offset of the key.
@@ -151,6 +154,7 @@ pub fn decode(src: &[u8]) -> Header {
         atime,
         stale: ctl & STALE != 0,
         token_sent: ctl & TOKEN_SENT != 0,
+        key_binary: ctl & KEY_BINARY != 0,
         exp_off,
         key_off,
     }
@@ -178,6 +182,11 @@ impl Header {
 /// Marks the item starting at `item[0]` as fetched at least once.
 pub fn set_fetched(item: &mut [u8]) {
     item[0] |= FETCHED;
+}
+
+/// Marks the key of the item starting at `item[0]` as binary (meta `b`).
+pub fn set_key_binary(item: &mut [u8], binary: bool) {
+    item[0] = (item[0] & !KEY_BINARY) | if binary { KEY_BINARY } else { 0 };
 }
 
 /// Sets the meta-protocol state bits of the item starting at `item[0]`.

@@ -275,7 +275,7 @@ impl Store {
         now: Time,
         cas: Option<u64>,
     ) -> StoreResult {
-        self.store_cond(mode, key, flags, exptime, value, now, cas, false)
+        self.store_cond(mode, key, flags, exptime, value, now, cas, false, false)
     }
 
     /// [`store_if`](Self::store_if) with meta's stale-set (`ms … C<cas> I`):
@@ -293,6 +293,7 @@ impl Store {
         now: Time,
         cas: Option<u64>,
         stale_if_older: bool,
+        key_binary: bool,
     ) -> StoreResult {
         let h = self.hasher.hash(key);
         let mut l = self.lock(h, now);
@@ -361,6 +362,9 @@ impl Store {
         let voff = item::encode(l.g.item_bytes_mut(loc), key, vlen, flags, exptime, now);
         if let Some((_, token_sent)) = stale_state {
             item::set_meta_state(l.g.item_bytes_mut(loc), true, token_sent);
+        }
+        if key_binary {
+            item::set_key_binary(l.g.item_bytes_mut(loc), true);
         }
         let vstart = loc.off as usize + voff;
         match (mode, old_val) {

@@ -27,6 +27,8 @@ pub struct MetaGet {
     pub vivify: Option<Time>,
     /// `R`: win if the item expires before this time (and nobody has won).
     pub recache_before: Option<Time>,
+    /// The key arrived base64-encoded (remembered by an item `N` creates).
+    pub key_binary: bool,
 }
 
 /// A meta get's view of an item.
@@ -47,6 +49,8 @@ pub struct MetaItem<'a> {
     pub won: bool,
     /// The item was created by this request's `N`.
     pub created: bool,
+    /// The item's key was stored base64-encoded (meta `b`).
+    pub key_binary: bool,
 }
 
 impl Store {
@@ -72,6 +76,7 @@ impl Store {
                 let size = item::item_len(key.len(), 0, 0);
                 let Some(loc) = self.reserve(&mut l, size, 0, now) else { return miss };
                 item::encode(l.g.item_bytes_mut(loc), key, 0, 0, ttl, now);
+                item::set_key_binary(l.g.item_bytes_mut(loc), opts.key_binary);
                 if !l.g.commit(h, loc, None, true, &self.env(now)) {
                     return miss;
                 }
@@ -104,6 +109,7 @@ impl Store {
             token_sent_before: before.token_sent,
             won,
             created,
+            key_binary: before.key_binary,
         };
         Lookup::Hit(read(&view))
     }
@@ -177,8 +183,9 @@ impl Store {
         now: Time,
         cas: Option<u64>,
         stale_if_older: bool,
+        key_binary: bool,
     ) -> StoreResult {
-        self.store_cond(mode, key, flags, exptime, value, now, cas, stale_if_older)
+        self.store_cond(mode, key, flags, exptime, value, now, cas, stale_if_older, key_binary)
     }
 }
 
@@ -238,10 +245,10 @@ mod tests {
         assert_eq!(flags_of(&s, b"k", 101, plain), Some((false, true, true, b"old".to_vec())));
         // A refill with the old CAS (the one read before invalidation) is
         // stored, but stays stale: a newer writer invalidated in between.
-        assert!(matches!(s.meta_store(Mode::Set, b"k", 0, 0, b"late", 102, Some(cas), true), StoreResult::Stored(_)));
+        assert!(matches!(s.meta_store(Mode::Set, b"k", 0, 0, b"late", 102, Some(cas), true, false), StoreResult::Stored(_)));
         assert_eq!(flags_of(&s, b"k", 102, plain), Some((false, true, true, b"late".to_vec())));
         // Without I, an old CAS is just refused.
-        assert_eq!(s.meta_store(Mode::Set, b"k", 0, 0, b"x", 102, Some(cas), false), StoreResult::Exists);
+        assert_eq!(s.meta_store(Mode::Set, b"k", 0, 0, b"x", 102, Some(cas), false, false), StoreResult::Exists);
         // A plain set makes it fresh again.
         s.store(Mode::Set, b"k", 0, 0, b"new", 103);
         assert_eq!(flags_of(&s, b"k", 103, plain), Some((false, false, false, b"new".to_vec())));
