@@ -10,6 +10,8 @@
 //! eviction/expiry:   ow.on_evict(key, item_bytes) / ow.on_expire(key, item_bytes)
 //! touch/gat:         ow.on_touch(key, item_bytes, now, exptime)
 //! per request:       ow.record_latency(ns)
+//! worker goes idle:  ow.quiesce()                          // before blocking in epoll_wait
+//! once a second:     obs.maintain()                        // gives idle prefix rows back
 //! stats <sub>:       if obs.render_stats(sub_tokens, now, &mut out) { reply done }
 //! /metrics:          obs.write_prometheus(&mut exposition)      // after prometheus::write_stats(...)
 //! ```
@@ -123,6 +125,11 @@ impl Observer {
         true
     }
 
+    /// Housekeeping, about once a second: see [`PrefixStats::maintain`].
+    pub fn maintain(&self) {
+        self.prefixes.maintain();
+    }
+
     /// `stats reset`.
     pub fn reset(&self) {
         self.prefixes.reset();
@@ -195,6 +202,13 @@ impl ObserverWorker {
     #[inline]
     pub fn on_touch(&mut self, key: &[u8], item_bytes: u64, now: u64, exptime: u64) {
         self.bigkeys.on_store(key, item_bytes, now, exptime);
+    }
+
+    /// The worker is about to block (no events for a while): lets
+    /// [`Observer::maintain`] proceed without waiting for its next call.
+    #[inline]
+    pub fn quiesce(&mut self) {
+        self.prefixes.quiesce();
     }
 
     /// One request's handling time.

@@ -17,48 +17,71 @@
 //! only while `stats detail on` is in effect, with memcached's semantics
 //! (`set` and `del` count attempts, `del` of a missing key included).
 //!
-//! # Design: a shared, insert-only prefix registry + per-worker counters
+//! # Design: a shared prefix registry + per-worker counters
 //!
-//! * **Registry.** A fixed-capacity table maps a prefix to a slot number. It
-//!   is an open-addressing array of `AtomicU64` entries (`tag << 32 | slot`)
-//!   of twice the slot capacity, probed linearly, read without any lock.
-//!   The prefix bytes of slot `s` live in a `OnceLock<Box<[u8]>>`, written
-//!   once before the entry that points at it is published (release/acquire),
-//!   so a reader never sees a half-written name. A new prefix takes a mutex
-//!   (slow path, taken at most once per distinct prefix while the table has
-//!   room, never again once it is full: an atomic `full` flag short-circuits).
+//! * **Registry.** A fixed-capacity table maps a prefix to a slot number: an
+//!   open-addressing array of `AtomicU64` entries (`(slot + 1) << 32 | low
+//!   32 bits of the prefix hash`) of at least twice the slot capacity,
+//!   probed linearly and read without any lock. Slot names live inline in
+//!   fixed atomic words (250 bytes max), written only while the slot is
+//!   unreachable. Changes (a new prefix, a slot given back) take the
+//!   registry mutex; lookups never do once the table is full (an atomic
+//!   `full` flag sends unknown prefixes straight to `other`).
 //! * **Counters.** Each worker thread owns a [`PrefixWorker`] holding its own
-//!   array of counters per slot (`AtomicU64`, written only by the owner with a
-//!   plain load + store, i.e. no locked instruction, no shared cache line).
-//!   The reporter sums all workers' arrays. `items` and `bytes` are kept as
-//!   wrapping signed deltas, so an item stored by worker A and deleted by
-//!   worker B nets to zero in the sum: the totals are exact.
-//! * **Hot path cost.** One hash of the prefix bytes, usually one probe
-//!   (load factor <= 1/2), one byte comparison of the prefix, 2-4 counter
-//!   updates in the worker's own memory, one relaxed load of the `detail`
-//!   flag. No allocation, no lock, no shared writes.
+//!   array of counters per slot (`AtomicU64`, written only by the owner with
+//!   a plain load + store, i.e. no locked instruction, no shared cache line).
+//!   The reporter sums all workers' arrays. `items` and `bytes` are wrapping
+//!   signed deltas, so an item stored by worker A and deleted by worker B
+//!   nets to zero in the sum: the totals are exact.
+//! * **Hot path cost.** One relaxed-acquire load of the registry epoch, a
+//!   scan for the delimiter, then either a hit in the worker's one-entry
+//!   last-prefix cache or one hash + usually one probe + a word-wise name
+//!   compare; 2-4 counter updates in the worker's own memory. No
+//!   allocation, no lock, no shared writes.
 //!
-//! # The bound, and the `other` row
+//! # The bound, exactness, and the `other` row
 //!
-//! At most `max_prefixes` distinct prefixes get their own row; slots are
-//! assigned first come, first served, and kept for the life of the process
-//! (a slot's counters are what makes `items`/`bytes` exact: an item must be
-//! un-counted from the row it was counted into, and with no per-item state
-//! the only safe mapping is one that never changes). Every prefix seen after
-//! the table is full is folded into the `other` row. So:
-//!
-//! * tracked rows are exact (items, bytes and all counters);
-//! * `other` is exact as an aggregate of the untracked prefixes;
-//! * the sum over all rows (tracked + `other` + `unprefixed`) equals the
-//!   store's totals.
-//!
-//! The trade-off: in a workload whose first `max_prefixes` prefixes are junk
-//! (say a scan of random keys right after start), the real prefixes that
-//! come later land in `other`. Size `max_prefixes` above the number of real
-//! prefixes (the default, 1024, covers typical deployments with tens to
-//! hundreds). Memory is bounded regardless of the key stream:
-//! [`PrefixStats::memory_bound`] gives the worst case, [`PrefixStats::heap_bytes`]
+//! At most `max_prefixes` prefixes have their own row at any time; all
+//! others are folded into the `other` row. Tracked rows are **exact**
+//! (items, bytes, every counter since the row was assigned), `other` is exact
+//! as an aggregate, and all rows together (tracked + `other` + `unprefixed`)
+//! equal the store's totals. Memory is fixed at creation whatever the key
+//! stream: [`PrefixStats::memory_bound`] gives it, [`PrefixStats::heap_bytes`]
 //! the current use; a million random prefixes cannot grow it.
+//!
+//! Exactness is what constrains which prefixes get rows: with no per-item
+//! state, an item must be un-counted from the row it was counted into, so
+//! the prefix-to-row mapping may only change for a prefix that has **no
+//! items anywhere**. Hence:
+//!
+//! * **Admission.** While slots are free, a new prefix takes one on first
+//!   sight (first come). When the table is full, new prefixes go to `other`.
+//! * **Giving slots back** ([`PrefixStats::maintain`], to be called about
+//!   once a second). When prefixes are being turned away (`other` sees
+//!   traffic), slots whose prefix holds no items and saw no traffic since
+//!   the previous `maintain` (typically one-off prefixes whose items expired
+//!   or were evicted) are unlinked (at most 1/8 of the table per call); the
+//!   largest (items/bytes) and busiest (any traffic) prefixes are never
+//!   given back. An unlinked slot is freed only after a grace period in
+//!   which every worker has started a new call (quiescent-state based
+//!   reclamation: each call acknowledges the registry epoch; idle workers
+//!   should call [`PrefixWorker::quiesce`] before blocking), so no in-flight
+//!   call can still be counting into it; if one did store an item for it
+//!   meanwhile, or its prefix comes back first, the slot is simply linked
+//!   again. Its traffic counts are folded into `other`.
+//! * **Promotion out of `other`.** A prefix in `other` may take a freed slot
+//!   only if `other` provably holds none of its items: each worker counts
+//!   the items in `other` per cell of 2048 prefix-hash cells, and the cell
+//!   of the prefix must sum to zero (a collision can only delay a
+//!   promotion, never break exactness). Promotions are allowed only after a
+//!   grace period following the reopening of the table, so that every
+//!   lock-free routing to `other` made under the old state is counted.
+//!
+//! The trade-off: a prefix that accumulated long-lived items in `other`
+//! while the table was full stays in `other` until those items are gone.
+//! Size `max_prefixes` above the number of real prefixes (the default,
+//! 1024, covers typical deployments with tens to hundreds) and `other` stays
+//! empty; the machinery above only matters under prefix floods.
 //!
 //! # `stats detail dump` (memcached's format)
 //!
@@ -106,8 +129,8 @@
 //! every field is zero are omitted. `items`/`bytes` are never reset;
 //! the traffic fields restart from zero at `stats reset`.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::prometheus::{Exposition, MetricType};
 use crate::util::{hash_bytes, push_u64, stat_i64};
@@ -139,6 +162,18 @@ const OTHER: usize = 0;
 const UNPREFIXED: usize = 1;
 const FIRST_NAMED: usize = 2;
 
+const NAME_WORDS: usize = 32;
+/// Cells of the per-worker "items in `other`" counts.
+const CELLS: usize = 2048;
+const CACHE_LEN: usize = 48;
+/// Promotions refused in a row (cell not clear) before lookups stop taking
+/// the registry lock until the next `maintain`.
+const DENIALS_BEFORE_CLOSE: u32 = 64;
+/// Slots unlinked by one `maintain` at most.
+const MAX_RETIRING: usize = 32;
+/// `maintain` calls a grace period may take before it is given up.
+const PENDING_MAX_MAINTAINS: u32 = 5;
+
 /// Configuration: memcached's `-D` delimiter and the number of prefixes
 /// tracked individually.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -157,22 +192,66 @@ type SlotCounters = [AtomicU64; NCOUNTERS];
 
 struct Counters {
     slots: Box<[SlotCounters]>,
+    /// Items in `other` by prefix-hash cell (wrapping signed).
+    cells: Box<[AtomicU64]>,
+    /// The last registry epoch this worker acknowledged.
+    seen: AtomicU64,
     in_use: AtomicBool,
+}
+
+struct SlotName {
+    len: AtomicU32,
+    words: [AtomicU64; NAME_WORDS],
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SlotState {
+    Free,
+    Live,
+    Retiring,
+}
+
+/// Registry state changed only under its mutex.
+struct Registry {
+    state: Vec<SlotState>,
+    /// Raw counter sums when the slot was assigned (all counters) or at the
+    /// last reset (traffic counters).
+    base: Vec<[u64; NCOUNTERS]>,
+    /// Free slots (popped from the end: lowest numbers first).
+    free: Vec<usize>,
+    retiring: Vec<usize>,
+    /// Epoch whose grace period must pass before freeing `retiring` and
+    /// allowing promotions.
+    pending: Option<u64>,
+    promotions_ok: bool,
+    denials: u32,
+    /// Counts of freed slots folded into `other` (traffic since the last
+    /// reset; items and bytes a racing call left behind).
+    other_extra: [u64; NCOUNTERS],
+    /// Items folded into `other` by cell (added to the workers' cells).
+    cell_extra: Vec<u64>,
+    /// `maintain` calls the pending grace period has lasted.
+    pending_age: u32,
+    /// A grace period given up on (a worker neither calls nor quiesces):
+    /// nothing is reopened until it completes.
+    stalled: Option<u64>,
+    /// Event count of each slot at the previous `maintain` (idle detection).
+    last_events: Vec<u64>,
+    live: usize,
+    name_bytes: usize,
+    given_back: u64,
 }
 
 struct Shared {
     cfg: PrefixConfig,
     index: Box<[AtomicU64]>,
     mask: usize,
-    names: Box<[OnceLock<Box<[u8]>>]>,
-    named: AtomicUsize,
-    name_bytes: AtomicUsize,
+    names: Box<[SlotName]>,
     full: AtomicBool,
-    insert_lock: Mutex<()>,
-    workers: Mutex<Vec<Arc<Counters>>>,
+    epoch: AtomicU64,
     detail: AtomicBool,
-    /// `stats reset` baselines, per slot (reporter side only).
-    baseline: Mutex<Vec<[u64; NCOUNTERS]>>,
+    reg: Mutex<Registry>,
+    workers: Mutex<Vec<Arc<Counters>>>,
 }
 
 /// The shared half: registry, settings, reports. Cheap to clone (an `Arc`);
@@ -190,22 +269,21 @@ pub struct PrefixStats {
 pub struct PrefixWorker {
     shared: Arc<Shared>,
     counters: Arc<Counters>,
-    /// The last prefix looked up and its slot (mappings never change, so
-    /// this one-entry cache is always valid): saves the hash and the probe
-    /// when consecutive keys share a prefix (multi-gets, skewed traffic).
+    epoch: u64,
+    /// The last prefix looked up, its slot and cell; cleared whenever the
+    /// registry epoch moves (the only time a cached mapping can go stale).
     last: [u8; CACHE_LEN],
     last_len: usize,
     last_slot: usize,
+    last_cell: usize,
 }
-
-const CACHE_LEN: usize = 48;
 
 /// Which row a [`PrefixRow`] is.
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub enum PrefixName {
     /// A tracked prefix (the bytes before the delimiter).
     Named(Vec<u8>),
-    /// All prefixes seen after the table was full.
+    /// Prefixes without a row of their own.
     #[default]
     Other,
     /// Keys without the delimiter.
@@ -213,7 +291,8 @@ pub enum PrefixName {
 }
 
 /// One row of a [`PrefixStats::snapshot`]: merged over all workers, traffic
-/// counters relative to the last [`PrefixStats::reset`].
+/// counters relative to the last [`PrefixStats::reset`] (or to when the
+/// prefix got its row, if later).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PrefixRow {
     pub prefix: PrefixName,
@@ -266,32 +345,66 @@ impl PrefixRow {
     }
 }
 
+
 fn new_counters(nslots: usize) -> Arc<Counters> {
     let slots: Vec<SlotCounters> = (0..nslots).map(|_| std::array::from_fn(|_| AtomicU64::new(0))).collect();
-    Arc::new(Counters { slots: slots.into_boxed_slice(), in_use: AtomicBool::new(true) })
+    Arc::new(Counters {
+        slots: slots.into_boxed_slice(),
+        cells: (0..CELLS).map(|_| AtomicU64::new(0)).collect(),
+        seen: AtomicU64::new(0),
+        in_use: AtomicBool::new(true),
+    })
+}
+
+#[inline]
+fn cell_of(h: u64) -> usize {
+    (h >> 40) as usize & (CELLS - 1)
+}
+
+/// Events (not bytes) counted in a raw counter row: for idle detection.
+fn events(r: &[u64; NCOUNTERS]) -> u64 {
+    [GETS, SETS, DELETES, EVICTIONS, EXPIRED, D_SET, D_DEL].iter().fold(0u64, |a, &i| a.wrapping_add(r[i]))
 }
 
 impl PrefixStats {
     /// A registry for `cfg.max_prefixes` prefixes (at least 1).
     pub fn new(cfg: PrefixConfig) -> Self {
-        let max = cfg.max_prefixes.max(1);
+        let max = cfg.max_prefixes.clamp(1, (u32::MAX / 4) as usize);
         let cfg = PrefixConfig { max_prefixes: max, ..cfg };
+        let nslots = max + FIRST_NAMED;
         let cap = (max * 2).next_power_of_two().max(16);
-        let index: Vec<AtomicU64> = (0..cap).map(|_| AtomicU64::new(0)).collect();
-        let names: Vec<OnceLock<Box<[u8]>>> = (0..max + FIRST_NAMED).map(|_| OnceLock::new()).collect();
+        let mut state = vec![SlotState::Free; nslots];
+        state[OTHER] = SlotState::Live;
+        state[UNPREFIXED] = SlotState::Live;
         PrefixStats {
             shared: Arc::new(Shared {
                 cfg,
-                index: index.into_boxed_slice(),
+                index: (0..cap).map(|_| AtomicU64::new(0)).collect(),
                 mask: cap - 1,
-                names: names.into_boxed_slice(),
-                named: AtomicUsize::new(0),
-                name_bytes: AtomicUsize::new(0),
+                names: (0..nslots)
+                    .map(|_| SlotName { len: AtomicU32::new(0), words: std::array::from_fn(|_| AtomicU64::new(0)) })
+                    .collect(),
                 full: AtomicBool::new(false),
-                insert_lock: Mutex::new(()),
-                workers: Mutex::new(Vec::new()),
+                epoch: AtomicU64::new(0),
                 detail: AtomicBool::new(false),
-                baseline: Mutex::new(vec![[0; NCOUNTERS]; max + FIRST_NAMED]),
+                reg: Mutex::new(Registry {
+                    state,
+                    base: vec![[0; NCOUNTERS]; nslots],
+                    free: (FIRST_NAMED..nslots).rev().collect(),
+                    retiring: Vec::new(),
+                    pending: None,
+                    promotions_ok: true,
+                    denials: 0,
+                    other_extra: [0; NCOUNTERS],
+                    cell_extra: vec![0; CELLS],
+                    pending_age: 0,
+                    stalled: None,
+                    last_events: vec![0; nslots],
+                    live: 0,
+                    name_bytes: 0,
+                    given_back: 0,
+                }),
+                workers: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -303,14 +416,28 @@ impl PrefixStats {
     /// A counter set for one worker thread (reuses a dropped worker's).
     pub fn worker(&self) -> PrefixWorker {
         let mut workers = self.shared.workers.lock().unwrap();
-        for c in workers.iter() {
-            if c.in_use.compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
-                return PrefixWorker::new(self.shared.clone(), c.clone());
+        let epoch = self.shared.epoch.load(Ordering::Acquire);
+        let counters = match workers
+            .iter()
+            .find(|c| c.in_use.compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed).is_ok())
+        {
+            Some(c) => c.clone(),
+            None => {
+                let c = new_counters(self.shared.names.len());
+                workers.push(c.clone());
+                c
             }
+        };
+        counters.seen.store(epoch, Ordering::Release);
+        PrefixWorker {
+            shared: self.shared.clone(),
+            counters,
+            epoch,
+            last: [0; CACHE_LEN],
+            last_len: usize::MAX,
+            last_slot: OTHER,
+            last_cell: 0,
         }
-        let c = new_counters(self.shared.names.len());
-        workers.push(c.clone());
-        PrefixWorker::new(self.shared.clone(), c)
     }
 
     /// `stats detail on|off`.
@@ -326,56 +453,122 @@ impl PrefixStats {
     /// `stats reset`: traffic and detail counters restart from zero
     /// (items and bytes are state, not traffic, and are kept).
     pub fn reset(&self) {
-        let raw = self.raw();
-        let mut base = self.shared.baseline.lock().unwrap();
-        for (b, r) in base.iter_mut().zip(raw.iter()) {
+        let mut reg = self.shared.reg.lock().unwrap();
+        let raw = self.shared.raw_all();
+        for (b, r) in reg.base.iter_mut().zip(raw.iter()) {
             b[GETS..].copy_from_slice(&r[GETS..]);
+        }
+        for v in reg.other_extra[GETS..].iter_mut() {
+            *v = 0;
         }
     }
 
     /// Number of prefixes with their own row.
     pub fn tracked(&self) -> usize {
-        self.shared.named.load(Ordering::Acquire)
+        self.shared.reg.lock().unwrap().live
     }
 
-    fn raw(&self) -> Vec<[u64; NCOUNTERS]> {
-        let n = FIRST_NAMED + self.tracked();
-        let mut sums = vec![[0u64; NCOUNTERS]; n];
-        let workers = self.shared.workers.lock().unwrap();
-        for w in workers.iter() {
-            for (s, sum) in sums.iter_mut().enumerate() {
-                for (i, v) in sum.iter_mut().enumerate() {
-                    *v = v.wrapping_add(w.slots[s][i].load(Ordering::Relaxed));
+    /// How many slots have been given back to the pool so far.
+    pub fn given_back(&self) -> u64 {
+        self.shared.reg.lock().unwrap().given_back
+    }
+
+    /// Housekeeping, about once a second (from a timer or the stats
+    /// thread): completes grace periods, frees slots, and, when prefixes
+    /// are being turned away, unlinks tracked prefixes that hold nothing
+    /// and were idle since the previous call. See the module docs. Cost:
+    /// O(workers x max_prefixes) counter loads.
+    pub fn maintain(&self) {
+        let sh = &*self.shared;
+        let mut guard = sh.reg.lock().unwrap();
+        let reg = &mut *guard;
+        if reg.pending.is_some() {
+            sh.try_complete(reg);
+        }
+        if let Some(e) = reg.pending {
+            reg.pending_age += 1;
+            if reg.pending_age >= PENDING_MAX_MAINTAINS {
+                // give up: every retiring slot goes back in the index (its
+                // prefix was sent nowhere else meanwhile), and lookups stop
+                // taking the lock until that epoch is acknowledged
+                for s in std::mem::take(&mut reg.retiring) {
+                    reg.state[s] = SlotState::Live;
+                    sh.link(s, hash_bytes(&sh.name(s)));
                 }
+                reg.pending = None;
+                reg.stalled = Some(e);
+                sh.full.store(true, Ordering::Release);
             }
         }
-        sums
+        if let Some(e) = reg.stalled {
+            if sh.grace_done(e) {
+                reg.stalled = None;
+                reg.promotions_ok = true;
+            }
+        }
+        let raw = sh.raw_all();
+        let other_busy = events(&raw[OTHER]) != reg.last_events[OTHER];
+        if reg.pending.is_none() && reg.stalled.is_none() && other_busy {
+            let limit = (sh.cfg.max_prefixes / 8).clamp(4, MAX_RETIRING);
+            let victims: Vec<usize> = (FIRST_NAMED..raw.len())
+                .filter(|&s| {
+                    let (r, b) = (&raw[s], &reg.base[s]);
+                    reg.state[s] == SlotState::Live
+                        && r[ITEMS] == b[ITEMS]
+                        && r[BYTES] == b[BYTES]
+                        && events(r) == reg.last_events[s]
+                })
+                .take(limit)
+                .collect();
+            let closed_with_room = !reg.free.is_empty() && sh.full.load(Ordering::Relaxed);
+            if !victims.is_empty() || closed_with_room {
+                // Misses take the lock again (so a retiring prefix that
+                // comes back is linked again, never sent to `other`) ...
+                sh.full.store(false, Ordering::Release);
+                reg.promotions_ok = false;
+                for s in victims {
+                    sh.unlink(s);
+                    reg.state[s] = SlotState::Retiring;
+                    reg.retiring.push(s);
+                }
+                // ... and nothing is freed or promoted before every worker
+                // has acknowledged this epoch.
+                let e = sh.epoch.fetch_add(1, Ordering::AcqRel) + 1;
+                reg.pending = Some(e);
+                reg.pending_age = 0;
+            }
+        }
+        for (s, r) in raw.iter().enumerate() {
+            reg.last_events[s] = events(r);
+        }
     }
 
     /// All rows with any activity: tracked prefixes (in slot order), then
     /// `other`, then `unprefixed`. Merged over workers, relative to the last
-    /// reset. O(workers x tracked prefixes); takes no lock a worker takes.
+    /// reset. O(workers x max_prefixes); takes no lock a worker takes on
+    /// its fast path.
     pub fn snapshot(&self) -> Vec<PrefixRow> {
-        let raw = self.raw();
-        let base = self.shared.baseline.lock().unwrap();
-        let mut rows = Vec::with_capacity(raw.len());
+        let sh = &*self.shared;
+        let reg = sh.reg.lock().unwrap();
+        let raw = sh.raw_all();
+        let mut rows = Vec::with_capacity(reg.live + 2);
         let order = (FIRST_NAMED..raw.len()).chain([OTHER, UNPREFIXED]);
         for s in order {
-            let r = &raw[s];
-            let b = &base[s];
-            let d = |i: usize| r[i].wrapping_sub(b[i]);
+            if reg.state[s] == SlotState::Free {
+                continue;
+            }
+            let (r, b) = (&raw[s], &reg.base[s]);
+            let extra = if s == OTHER { reg.other_extra } else { [0; NCOUNTERS] };
+            let d = |i: usize| r[i].wrapping_sub(b[i]).wrapping_add(extra[i]);
             let prefix = match s {
                 OTHER => PrefixName::Other,
                 UNPREFIXED => PrefixName::Unprefixed,
-                _ => match self.shared.names[s].get() {
-                    Some(n) => PrefixName::Named(n.to_vec()),
-                    None => continue,
-                },
+                _ => PrefixName::Named(sh.name(s)),
             };
             let row = PrefixRow {
                 prefix,
-                items: r[ITEMS] as i64,
-                bytes: r[BYTES] as i64,
+                items: d(ITEMS) as i64,
+                bytes: d(BYTES) as i64,
                 gets: d(GETS),
                 hits: d(HITS),
                 misses: d(MISSES),
@@ -392,6 +585,7 @@ impl PrefixStats {
         }
         rows
     }
+
 
     /// The row of one prefix (`None` if untracked or never seen).
     pub fn row(&self, prefix: &[u8]) -> Option<PrefixRow> {
@@ -504,28 +698,24 @@ impl PrefixStats {
 
     /// Heap bytes used by the registry and every worker's counters.
     pub fn heap_bytes(&self) -> usize {
-        let s = &self.shared;
-        let workers = s.workers.lock().unwrap();
-        let per_worker = s.names.len() * std::mem::size_of::<SlotCounters>() + std::mem::size_of::<Counters>();
-        s.index.len() * 8
-            + s.names.len() * std::mem::size_of::<OnceLock<Box<[u8]>>>()
-            + s.name_bytes.load(Ordering::Relaxed)
-            + s.names.len() * std::mem::size_of::<[u64; NCOUNTERS]>()
+        let sh = &*self.shared;
+        let reg = sh.reg.lock().unwrap();
+        let workers = sh.workers.lock().unwrap();
+        sh.fixed_bytes()
+            + reg.free.capacity() * 8
+            + reg.retiring.capacity() * 8
             + workers.capacity() * std::mem::size_of::<Arc<Counters>>()
-            + workers.len() * per_worker
+            + workers.len() * sh.per_worker_bytes()
     }
 
     /// The most [`heap_bytes`](Self::heap_bytes) can ever be with `workers`
     /// worker handles alive at once, whatever keys are seen.
     pub fn memory_bound(&self, workers: usize) -> usize {
-        let s = &self.shared;
-        let per_worker = s.names.len() * std::mem::size_of::<SlotCounters>() + std::mem::size_of::<Counters>();
-        s.index.len() * 8
-            + s.names.len() * std::mem::size_of::<OnceLock<Box<[u8]>>>()
-            + s.cfg.max_prefixes * MAX_PREFIX_LEN
-            + s.names.len() * std::mem::size_of::<[u64; NCOUNTERS]>()
+        let sh = &*self.shared;
+        sh.fixed_bytes()
+            + 2 * sh.names.len() * 8
             + workers.next_power_of_two().max(4) * std::mem::size_of::<Arc<Counters>>()
-            + workers * per_worker
+            + workers * sh.per_worker_bytes()
     }
 }
 
@@ -543,90 +733,289 @@ fn add_row(acc: &mut PrefixRow, r: &PrefixRow) {
 }
 
 impl Shared {
-    /// The slot of prefix `p`, registering it if there is room.
-    #[inline]
-    fn slot_of_prefix(&self, p: &[u8]) -> usize {
-        let h = hash_bytes(p);
-        let tag = h >> 32;
-        let mut i = h as usize & self.mask;
-        loop {
-            let e = self.index[i].load(Ordering::Acquire);
-            if e == 0 {
-                break;
-            }
-            if e >> 32 == tag {
-                let s = (e & 0xffff_ffff) as usize;
-                if let Some(n) = self.names[s].get() {
-                    if &n[..] == p {
-                        return s;
-                    }
-                }
-            }
-            i = (i + 1) & self.mask;
-        }
-        if self.full.load(Ordering::Relaxed) {
-            return OTHER;
-        }
-        self.insert(p, h)
+    fn fixed_bytes(&self) -> usize {
+        let n = self.names.len();
+        self.index.len() * 8
+            + n * std::mem::size_of::<SlotName>()
+            + n * (std::mem::size_of::<SlotState>() + std::mem::size_of::<[u64; NCOUNTERS]>() + 8)
+            + CELLS * 8
     }
 
-    #[cold]
-    fn insert(&self, p: &[u8], h: u64) -> usize {
-        let _g = self.insert_lock.lock().unwrap();
-        let tag = h >> 32;
+    fn per_worker_bytes(&self) -> usize {
+        self.names.len() * std::mem::size_of::<SlotCounters>() + CELLS * 8 + std::mem::size_of::<Counters>()
+    }
+
+    /// Raw sums over all workers, every slot.
+    fn raw_all(&self) -> Vec<[u64; NCOUNTERS]> {
+        let mut sums = vec![[0u64; NCOUNTERS]; self.names.len()];
+        for w in self.workers.lock().unwrap().iter() {
+            for (sum, c) in sums.iter_mut().zip(w.slots.iter()) {
+                for (v, a) in sum.iter_mut().zip(c.iter()) {
+                    *v = v.wrapping_add(a.load(Ordering::Relaxed));
+                }
+            }
+        }
+        sums
+    }
+
+    fn raw_slot(&self, s: usize) -> [u64; NCOUNTERS] {
+        let mut sum = [0u64; NCOUNTERS];
+        for w in self.workers.lock().unwrap().iter() {
+            for (v, a) in sum.iter_mut().zip(w.slots[s].iter()) {
+                *v = v.wrapping_add(a.load(Ordering::Relaxed));
+            }
+        }
+        sum
+    }
+
+    /// Items of `other` in `cell`, over all workers.
+    fn cell_items(&self, reg: &Registry, cell: usize) -> i64 {
+        self.workers
+            .lock()
+            .unwrap()
+            .iter()
+            .fold(reg.cell_extra[cell], |a, w| a.wrapping_add(w.cells[cell].load(Ordering::Relaxed))) as i64
+    }
+
+    /// Ends the pending grace period if every worker has acknowledged it:
+    /// retiring slots are freed, their counts folded into `other` (with
+    /// their cell, should a racing call have left an item in one), and
+    /// promotions are allowed again.
+    fn try_complete(&self, reg: &mut Registry) {
+        let Some(e) = reg.pending else { return };
+        if !self.grace_done(e) {
+            return;
+        }
+        for s in std::mem::take(&mut reg.retiring) {
+            let r = self.raw_slot(s);
+            let b = reg.base[s];
+            for i in 0..NCOUNTERS {
+                reg.other_extra[i] = reg.other_extra[i].wrapping_add(r[i].wrapping_sub(b[i]));
+            }
+            let items = r[ITEMS].wrapping_sub(b[ITEMS]);
+            if items != 0 {
+                let cell = cell_of(hash_bytes(&self.name(s)));
+                reg.cell_extra[cell] = reg.cell_extra[cell].wrapping_add(items);
+            }
+            reg.state[s] = SlotState::Free;
+            reg.free.push(s);
+            reg.live -= 1;
+            reg.name_bytes -= self.names[s].len.load(Ordering::Relaxed) as usize;
+            reg.given_back += 1;
+        }
+        reg.free.sort_unstable_by(|a, b| b.cmp(a));
+        reg.pending = None;
+        reg.promotions_ok = true;
+        reg.denials = 0;
+    }
+
+    /// Every worker in use has acknowledged epoch `e`.
+    fn grace_done(&self, e: u64) -> bool {
+        self.workers
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|w| !w.in_use.load(Ordering::Acquire) || w.seen.load(Ordering::Acquire) >= e)
+    }
+
+    fn name(&self, s: usize) -> Vec<u8> {
+        let n = &self.names[s];
+        let len = n.len.load(Ordering::Acquire) as usize;
+        let mut v = Vec::with_capacity(len + 8);
+        for w in n.words.iter().take(len.div_ceil(8)) {
+            v.extend_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
+        }
+        v.truncate(len);
+        v
+    }
+
+    #[inline]
+    fn name_eq(&self, s: usize, p: &[u8]) -> bool {
+        let n = &self.names[s];
+        if n.len.load(Ordering::Relaxed) as usize != p.len() {
+            return false;
+        }
+        for (w, chunk) in n.words.iter().zip(p.chunks(8)) {
+            let mut b = [0u8; 8];
+            b[..chunk.len()].copy_from_slice(chunk);
+            if w.load(Ordering::Relaxed) != u64::from_le_bytes(b) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Writes the name of an unreachable slot (under the registry lock).
+    fn set_name(&self, s: usize, p: &[u8]) {
+        let n = &self.names[s];
+        for (w, chunk) in n.words.iter().zip(p.chunks(8)) {
+            let mut b = [0u8; 8];
+            b[..chunk.len()].copy_from_slice(chunk);
+            w.store(u64::from_le_bytes(b), Ordering::Relaxed);
+        }
+        n.len.store(p.len() as u32, Ordering::Release);
+    }
+
+    /// The slot of prefix `p` (hash `h`) if linked.
+    #[inline]
+    fn probe(&self, p: &[u8], h: u64) -> Option<usize> {
+        let tag = h & 0xffff_ffff;
         let mut i = h as usize & self.mask;
         loop {
             let e = self.index[i].load(Ordering::Acquire);
             if e == 0 {
-                break;
+                return None;
             }
-            if e >> 32 == tag {
-                let s = (e & 0xffff_ffff) as usize;
-                if self.names[s].get().is_some_and(|n| &n[..] == p) {
-                    return s;
+            if e & 0xffff_ffff == tag {
+                let s = (e >> 32) as usize - 1;
+                if self.name_eq(s, p) {
+                    return Some(s);
                 }
             }
             i = (i + 1) & self.mask;
         }
-        let named = self.named.load(Ordering::Relaxed);
-        if named >= self.cfg.max_prefixes {
-            self.full.store(true, Ordering::Relaxed);
-            return OTHER;
+    }
+
+    /// Adds slot `s` (hash `h`) to the index (under the registry lock).
+    fn link(&self, s: usize, h: u64) {
+        let mut i = h as usize & self.mask;
+        while self.index[i].load(Ordering::Relaxed) != 0 {
+            i = (i + 1) & self.mask;
         }
-        let s = FIRST_NAMED + named;
-        let _ = self.names[s].set(p.to_vec().into_boxed_slice());
-        self.name_bytes.fetch_add(p.len(), Ordering::Relaxed);
-        self.index[i].store(tag << 32 | s as u64, Ordering::Release);
-        self.named.store(named + 1, Ordering::Release);
-        if named + 1 >= self.cfg.max_prefixes {
-            self.full.store(true, Ordering::Relaxed);
+        self.index[i].store(((s as u64 + 1) << 32) | (h & 0xffff_ffff), Ordering::Release);
+    }
+
+    /// Removes slot `s` from the index (under the registry lock, with
+    /// `full` false: a reader that misses an entry while it moves takes the
+    /// lock and probes again). Backward-shift deletion: no tombstones.
+    fn unlink(&self, s: usize) {
+        let h = hash_bytes(&self.name(s));
+        let mut i = h as usize & self.mask;
+        loop {
+            let e = self.index[i].load(Ordering::Relaxed);
+            assert!(e != 0, "unlink of a slot not in the index");
+            if (e >> 32) as usize == s + 1 {
+                break;
+            }
+            i = (i + 1) & self.mask;
         }
-        s
+        let mut j = i;
+        loop {
+            j = (j + 1) & self.mask;
+            let e = self.index[j].load(Ordering::Relaxed);
+            if e == 0 {
+                break;
+            }
+            let home = e as usize & self.mask;
+            // e may move to the hole at i unless its home lies cyclically in (i, j]
+            let stays = if i <= j { i < home && home <= j } else { i < home || home <= j };
+            if !stays {
+                self.index[i].store(e, Ordering::Release);
+                i = j;
+            }
+        }
+        self.index[i].store(0, Ordering::Release);
+    }
+
+    /// Slow path of a lookup miss: returns the slot and whether the answer
+    /// may be cached.
+    #[cold]
+    fn insert(&self, p: &[u8], h: u64, cell: usize) -> (usize, bool) {
+        let mut guard = self.reg.lock().unwrap();
+        let reg = &mut *guard;
+        if let Some(s) = self.probe(p, h) {
+            return (s, true);
+        }
+        if reg.pending.is_some() {
+            self.try_complete(reg);
+        }
+        if let Some(k) = reg.retiring.iter().position(|&s| self.name_eq(s, p)) {
+            // Its prefix is back before the slot was freed. While a slot is
+            // retiring `full` stays false, so the prefix was sent nowhere
+            // else: linking the slot again is exact.
+            let s = reg.retiring.swap_remove(k);
+            reg.state[s] = SlotState::Live;
+            self.link(s, h);
+            return (s, true);
+        }
+        if reg.promotions_ok && !self.full.load(Ordering::Relaxed) {
+            match reg.free.last() {
+                Some(&s) if self.cell_items(reg, cell) == 0 => {
+                    reg.free.pop();
+                    reg.base[s] = self.raw_slot(s);
+                    reg.state[s] = SlotState::Live;
+                    reg.live += 1;
+                    reg.name_bytes += p.len();
+                    self.set_name(s, p);
+                    self.link(s, h);
+                    reg.denials = 0;
+                    if reg.free.is_empty() {
+                        self.full.store(true, Ordering::Release);
+                    }
+                    return (s, true);
+                }
+                Some(_) => {
+                    reg.denials += 1;
+                    if reg.denials >= DENIALS_BEFORE_CLOSE {
+                        self.full.store(true, Ordering::Release);
+                    }
+                }
+                None => self.full.store(true, Ordering::Release),
+            }
+        }
+        (OTHER, false)
     }
 }
 
 impl PrefixWorker {
-    fn new(shared: Arc<Shared>, counters: Arc<Counters>) -> Self {
-        PrefixWorker { shared, counters, last: [0; CACHE_LEN], last_len: usize::MAX, last_slot: OTHER }
-    }
-
     #[inline]
-    fn slot_of(&mut self, key: &[u8]) -> usize {
+    fn slot_of(&mut self, key: &[u8]) -> (usize, usize) {
+        let e = self.shared.epoch.load(Ordering::Acquire);
+        if e != self.epoch {
+            self.ack(e);
+        }
         let i = match key.iter().position(|&b| b == self.shared.cfg.delimiter) {
             Some(i) => i,
-            None => return UNPREFIXED,
+            None => return (UNPREFIXED, 0),
         };
         let p = &key[..i];
         if i == self.last_len && p == &self.last[..i] {
-            return self.last_slot;
+            return (self.last_slot, self.last_cell);
         }
-        let s = self.shared.slot_of_prefix(p);
-        if i <= CACHE_LEN {
+        let h = hash_bytes(p);
+        let cell = cell_of(h);
+        let (s, cacheable) = match self.shared.probe(p, h) {
+            Some(s) => (s, true),
+            // `full` is set after the links made before it: having seen it,
+            // probe again, or a prefix linked just then could be missed.
+            None if self.shared.full.load(Ordering::Acquire) => (self.shared.probe(p, h).unwrap_or(OTHER), true),
+            None => self.shared.insert(p, h, cell),
+        };
+        if cacheable && i <= CACHE_LEN {
             self.last[..i].copy_from_slice(p);
             self.last_len = i;
             self.last_slot = s;
+            self.last_cell = cell;
         }
-        s
+        (s, cell)
+    }
+
+    #[cold]
+    fn ack(&mut self, e: u64) {
+        self.epoch = e;
+        self.last_len = usize::MAX;
+        self.counters.seen.store(e, Ordering::Release);
+    }
+
+    /// Acknowledges registry changes without reporting an event. Call it
+    /// when the worker goes idle (e.g. before blocking in `epoll_wait`), so
+    /// that an idle worker does not hold back [`PrefixStats::maintain`].
+    #[inline]
+    pub fn quiesce(&mut self) {
+        let e = self.shared.epoch.load(Ordering::Acquire);
+        if e != self.epoch {
+            self.ack(e);
+        }
     }
 
     #[inline]
@@ -634,6 +1023,15 @@ impl PrefixWorker {
         let c = &self.counters.slots[slot][i];
         // Single writer: a plain load + store, no locked instruction.
         c.store(c.load(Ordering::Relaxed).wrapping_add(delta), Ordering::Relaxed);
+    }
+
+    #[inline]
+    fn items(&self, slot: usize, cell: usize, delta: u64) {
+        self.add(slot, ITEMS, delta);
+        if slot == OTHER {
+            let c = &self.counters.cells[cell];
+            c.store(c.load(Ordering::Relaxed).wrapping_add(delta), Ordering::Relaxed);
+        }
     }
 
     #[inline]
@@ -645,7 +1043,7 @@ impl PrefixWorker {
     /// `bytes_sent` is the value bytes sent back (0 on a miss).
     #[inline]
     pub fn on_get(&mut self, key: &[u8], hit: bool, bytes_sent: u64) {
-        let s = self.slot_of(key);
+        let (s, _) = self.slot_of(key);
         self.add(s, GETS, 1);
         if hit {
             self.add(s, HITS, 1);
@@ -666,10 +1064,10 @@ impl PrefixWorker {
     /// Also for append/prepend/incr/decr that change the size.
     #[inline]
     pub fn on_set(&mut self, key: &[u8], new_item_bytes: u64, old_item_bytes: Option<u64>) {
-        let s = self.slot_of(key);
+        let (s, cell) = self.slot_of(key);
         self.add(s, SETS, 1);
         match old_item_bytes {
-            None => self.add(s, ITEMS, 1),
+            None => self.items(s, cell, 1),
             Some(old) => self.add(s, BYTES, old.wrapping_neg()),
         }
         self.add(s, BYTES, new_item_bytes);
@@ -683,7 +1081,7 @@ impl PrefixWorker {
     #[inline]
     pub fn on_set_failed(&mut self, key: &[u8]) {
         if self.detail() {
-            let s = self.slot_of(key);
+            let (s, _) = self.slot_of(key);
             self.add(s, D_SET, 1);
         }
     }
@@ -692,10 +1090,10 @@ impl PrefixWorker {
     /// the key was not found (memcached's detail `del` counts both).
     #[inline]
     pub fn on_delete(&mut self, key: &[u8], item_bytes: Option<u64>) {
-        let s = self.slot_of(key);
+        let (s, cell) = self.slot_of(key);
         if let Some(b) = item_bytes {
             self.add(s, DELETES, 1);
-            self.remove(s, b);
+            self.remove(s, cell, b);
         }
         if self.detail() {
             self.add(s, D_DEL, 1);
@@ -705,22 +1103,22 @@ impl PrefixWorker {
     /// The store evicted an item.
     #[inline]
     pub fn on_evict(&mut self, key: &[u8], item_bytes: u64) {
-        let s = self.slot_of(key);
+        let (s, cell) = self.slot_of(key);
         self.add(s, EVICTIONS, 1);
-        self.remove(s, item_bytes);
+        self.remove(s, cell, item_bytes);
     }
 
     /// The store reclaimed an expired (or flushed) item.
     #[inline]
     pub fn on_expire(&mut self, key: &[u8], item_bytes: u64) {
-        let s = self.slot_of(key);
+        let (s, cell) = self.slot_of(key);
         self.add(s, EXPIRED, 1);
-        self.remove(s, item_bytes);
+        self.remove(s, cell, item_bytes);
     }
 
     #[inline]
-    fn remove(&self, s: usize, bytes: u64) {
-        self.add(s, ITEMS, u64::MAX); // -1
+    fn remove(&self, s: usize, cell: usize, bytes: u64) {
+        self.items(s, cell, u64::MAX); // -1
         self.add(s, BYTES, bytes.wrapping_neg());
     }
 
@@ -927,6 +1325,9 @@ STAT prefixes_tracked 2\r\nSTAT prefixes_limit 2\r\nEND\r\n";
             let w = if i % 2 == 0 { &mut w1 } else { &mut w2 };
             w.on_set(&key, 50, None);
             total_bytes += 50;
+            if i % 100_000 == 0 {
+                st.maintain();
+            }
         }
         let bound = st.memory_bound(2);
         let used = st.heap_bytes();
@@ -971,6 +1372,205 @@ STAT prefixes_tracked 2\r\nSTAT prefixes_limit 2\r\nEND\r\n";
                 assert_eq!((r.sets, r.items), (800, 400));
             }
         }
+    }
+
+    fn other(rows: &[PrefixRow]) -> (i64, i64) {
+        rows.iter().find(|r| r.prefix == PrefixName::Other).map(|r| (r.items, r.bytes)).unwrap_or((0, 0))
+    }
+
+    #[test]
+    fn idle_empty_prefixes_give_way_to_new_ones() {
+        let st = PrefixStats::new(PrefixConfig { delimiter: b':', max_prefixes: 8 });
+        let mut w = st.worker();
+        for i in 0..8 {
+            w.on_set(format!("junk{i}:1").as_bytes(), 10, None);
+        }
+        assert_eq!(st.tracked(), 8);
+        // a real prefix arrives while the table is full: other
+        w.on_set(b"user:1", 100, None);
+        assert_eq!(other(&st.snapshot()), (1, 100));
+        // the junk expires
+        for i in 0..8 {
+            w.on_expire(format!("junk{i}:1").as_bytes(), 10);
+        }
+        st.maintain(); // junk was busy during this period: kept
+        assert_eq!(st.given_back(), 0);
+        w.on_get(b"user:1", true, 5); // traffic turned away
+        w.on_get(b"sess:1", false, 0);
+        st.maintain(); // junk idle and empty: 4 slots unlinked, grace period starts
+        assert_eq!(st.given_back(), 0);
+        // the worker's next call acknowledges the epoch; its lookup of an
+        // untracked prefix ends the grace period (4 slots freed), and sess:
+        // has no items in other, so it takes one at once
+        w.on_get(b"sess:1", false, 0);
+        assert_eq!(st.given_back(), 4);
+        assert_eq!(st.tracked(), 5);
+        st.maintain();
+        w.on_set(b"sess:1", 48, None);
+        let rows = st.snapshot();
+        let sess = named(&rows, "sess");
+        assert_eq!((sess.items, sess.bytes, sess.sets, sess.gets), (1, 48, 1, 1));
+        // user: has an item in other: stays there, exactly
+        w.on_set(b"user:2", 100, None);
+        assert!(st.row(b"user").is_none());
+        assert_eq!(other(&st.snapshot()), (2, 200));
+        // once its items are gone it can take a slot
+        w.on_delete(b"user:1", Some(100));
+        w.on_delete(b"user:2", Some(100));
+        assert_eq!(other(&st.snapshot()), (0, 0));
+        w.on_set(b"user:3", 70, None);
+        let rows = st.snapshot();
+        assert_eq!((named(&rows, "user").items, named(&rows, "user").bytes), (1, 70));
+        assert_eq!(other(&rows), (0, 0));
+        // traffic of the freed junk slots stays in the totals (in other)
+        let sets: u64 = rows.iter().map(|r| r.sets).sum();
+        assert_eq!(sets, 8 + 1 + 1 + 1 + 1);
+    }
+
+    #[test]
+    fn retiring_prefix_that_comes_back_keeps_its_slot() {
+        let st = PrefixStats::new(PrefixConfig { delimiter: b':', max_prefixes: 4 });
+        let mut w = st.worker();
+        let mut idle = st.worker(); // never calls: holds the grace period
+        for p in ["a", "b", "c", "d"] {
+            w.on_set(format!("{p}:1").as_bytes(), 10, None);
+            w.on_delete(format!("{p}:1").as_bytes(), Some(10));
+        }
+        st.maintain();
+        w.on_get(b"x:1", false, 0);
+        st.maintain(); // a..d unlinked, grace pending on `idle`
+        assert!(st.snapshot().iter().any(|r| r.prefix == PrefixName::Named(b"a".to_vec())));
+        w.on_set(b"a:2", 33, None); // a comes back: linked again
+        w.on_set(b"x:2", 5, None); // other: no promotions before the grace period
+        st.maintain();
+        assert_eq!(st.given_back(), 0);
+        idle.quiesce();
+        st.maintain(); // b, c, d freed; a kept
+        assert_eq!(st.given_back(), 3);
+        let rows = st.snapshot();
+        let a = named(&rows, "a");
+        assert_eq!((a.items, a.bytes, a.sets, a.deletes), (1, 33, 2, 1));
+        assert_eq!(other(&rows), (1, 5));
+    }
+
+    #[test]
+    fn stalled_grace_period_is_given_up() {
+        let st = PrefixStats::new(PrefixConfig { delimiter: b':', max_prefixes: 4 });
+        let mut w = st.worker();
+        let _idle = st.worker();
+        for p in ["a", "b", "c", "d"] {
+            w.on_set(format!("{p}:1").as_bytes(), 10, None);
+            w.on_delete(format!("{p}:1").as_bytes(), Some(10));
+        }
+        st.maintain();
+        for _ in 0..10 {
+            w.on_get(b"x:1", false, 0);
+            st.maintain();
+        }
+        assert_eq!(st.given_back(), 0);
+        assert_eq!(st.tracked(), 4);
+        // lookups are back on the lock-free path and counts are intact
+        w.on_set(b"b:9", 1, None);
+        assert_eq!(st.row(b"b").unwrap().items, 1);
+    }
+
+    #[test]
+    fn exact_under_concurrent_churn_and_maintenance() {
+        use std::collections::HashMap;
+        use std::sync::atomic::AtomicBool;
+        let st = PrefixStats::new(PrefixConfig { delimiter: b':', max_prefixes: 16 });
+        let stop = Arc::new(AtomicBool::new(false));
+        let maint = {
+            let st = st.clone();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    st.maintain();
+                    std::thread::sleep(std::time::Duration::from_micros(300));
+                }
+            })
+        };
+        let threads: Vec<_> = (0..4u64)
+            .map(|t| {
+                let mut w = st.worker();
+                std::thread::spawn(move || {
+                    let mut live: HashMap<Vec<u8>, u64> = HashMap::new();
+                    let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ (t + 1);
+                    for round in 0..6u64 {
+                        // each round uses its own 12 prefixes, then deletes everything
+                        for i in 0..6000 {
+                            if i % 500 == 0 {
+                                std::thread::sleep(std::time::Duration::from_millis(1));
+                            }
+                            x ^= x << 13;
+                            x ^= x >> 7;
+                            x ^= x << 17;
+                            let key = format!("p{}:{}:{}", round * 12 + x % 12, t, (x >> 8) % 50).into_bytes();
+                            let size = 10 + (x >> 20) % 90;
+                            match (x >> 40) % 4 {
+                                0 | 1 => {
+                                    let old = live.insert(key.clone(), size);
+                                    w.on_set(&key, size, old);
+                                }
+                                2 => {
+                                    let old = live.remove(&key);
+                                    w.on_delete(&key, old);
+                                }
+                                _ => {
+                                    let hit = live.get(&key).copied();
+                                    w.on_get(&key, hit.is_some(), hit.unwrap_or(0));
+                                }
+                            }
+                        }
+                        if round < 5 {
+                            for (k, v) in live.drain() {
+                                w.on_evict(&k, v);
+                            }
+                        }
+                        w.quiesce();
+                    }
+                    w.quiesce();
+                    live
+                })
+            })
+            .collect();
+        let mut truth: HashMap<Vec<u8>, (i64, i64)> = HashMap::new();
+        for th in threads {
+            for (k, v) in th.join().unwrap() {
+                let p = key_prefix(&k);
+                let e = truth.entry(p).or_default();
+                e.0 += 1;
+                e.1 += v as i64;
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        maint.join().unwrap();
+        st.maintain();
+        let rows = st.snapshot();
+        let mut untracked = (0i64, 0i64);
+        for (p, (items, bytes)) in &truth {
+            match rows.iter().find(|r| r.prefix == PrefixName::Named(p.clone())) {
+                Some(r) => assert_eq!((r.items, r.bytes), (*items, *bytes), "{}", String::from_utf8_lossy(p)),
+                None => {
+                    untracked.0 += items;
+                    untracked.1 += bytes;
+                }
+            }
+        }
+        for r in &rows {
+            if let PrefixName::Named(p) = &r.prefix {
+                if !truth.contains_key(p) {
+                    assert_eq!((r.items, r.bytes), (0, 0), "{}", String::from_utf8_lossy(p));
+                }
+            }
+        }
+        assert_eq!(other(&rows), untracked);
+        assert!(st.given_back() > 0, "no slot was ever given back");
+        assert!(st.tracked() <= 16);
+    }
+
+    fn key_prefix(k: &[u8]) -> Vec<u8> {
+        k[..k.iter().position(|&b| b == b':').unwrap()].to_vec()
     }
 
     #[test]
