@@ -148,6 +148,12 @@ pub struct Outcome {
     pub first_error: Option<String>,
     pub latency: Histogram<u64>,
     pub hit_latency: Histogram<u64>,
+    /// The server's CPU over the run (% of one core).
+    pub server_cpu: f64,
+    /// Everything else on the machine meanwhile (% of one core): other people's work, noise.
+    pub other_cpu: f64,
+    /// When the run started (UTC, HH:MM:SS), to line it up with other activity.
+    pub started: String,
 }
 
 impl Outcome {
@@ -195,7 +201,7 @@ impl Outcome {
 
     pub fn to_text(&self) -> String {
         format!(
-            "{} x{} ({:.1} s): {} backend calls in {} rounds ({:.2}/round, max {}), reads {}, retries {}, p50 {:.2} ms p99 {:.2} ms p99.9 {:.2} ms max {:.1} ms, {} reads >= 50 ms (hit p99 {:.2} ms), errors {}{}",
+            "{} x{} ({:.1} s): {} backend calls in {} rounds ({:.2}/round, max {}), reads {}, retries {}, p50 {:.2} ms p99 {:.2} ms p99.9 {:.2} ms max {:.1} ms, {} reads >= 50 ms (hit p99 {:.2} ms), errors {}{}; server cpu {:.0}%, other processes {:.0}% of a core",
             self.mode.name(),
             self.clients,
             self.elapsed,
@@ -212,7 +218,9 @@ impl Outcome {
             self.slow_reads(),
             self.hit_p99_ms(),
             self.errors,
-            self.first_error.as_ref().map(|e| format!(" (first: {e})")).unwrap_or_default()
+            self.first_error.as_ref().map(|e| format!(" (first: {e})")).unwrap_or_default(),
+            self.server_cpu,
+            self.other_cpu
         )
     }
 }
@@ -608,6 +616,9 @@ pub fn run_clients(addr: SocketAddr, mode: Mode, cfg: &Config) -> Result<Outcome
         first_error: tot.first_error,
         latency,
         hit_latency,
+        server_cpu: f64::NAN,
+        other_cpu: f64::NAN,
+        started: String::new(),
     })
 }
 
@@ -623,9 +634,18 @@ pub fn run_mode(mode: Mode, binary: &str, server_cpu: &str, cfg: &Config) -> Res
         extra_args: mode.server_args(),
     };
     let srv = Server::start(&spec)?;
+    let started = utc_now();
+    let (server_meter, own_meter, machine) = (server::CpuMeter::start(srv.pid()), server::CpuMeter::start(std::process::id()), server::MachineMeter::start());
     let out = run_clients(srv.addr, mode, cfg);
+    let (server_cpu, own_cpu, busy) = (server_meter.finish(), own_meter.finish(), machine.finish());
     srv.stop();
-    out
+    out.map(|o| Outcome { server_cpu, other_cpu: (busy - server_cpu - own_cpu).max(0.0), started, ..o })
+}
+
+/// The time of day, UTC, HH:MM:SS.
+fn utc_now() -> String {
+    let s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) % 86400;
+    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -697,13 +717,15 @@ plain-hit baseline of the same run; *reads ≥ 50 ms* counts the attempts that w
 recompute (their own or another client's): with a 10 ms think time a client makes ~100 reads/s, \
 so the few hundred slow reads per minute of a stampede stay below the 1% that p99 can see; \
 p99.9, max and this count show them; *retries* are 50 ms sleeps; *errors* are unexpected replies, \
-I/O errors, 2 s request timeouts or attempts without a value after 10 s.\n\n",
+I/O errors, 2 s request timeouts or attempts without a value after 10 s; *other processes' CPU* \
+is the machine's busy time minus the server's and the clients' during the run, in % of one core \
+(200 = both cores busy with other people's work): the noise behind the latency figures.\n\n",
     );
-    s.push_str("| mode | clients | backend calls | rounds | calls/round | max calls in a round | reads | reads ≥ 50 ms | retries | p50 (ms) | p99 (ms) | p99.9 (ms) | max (ms) | hit p99 (ms) | errors |\n");
-    s.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    s.push_str("| mode | clients | backend calls | rounds | calls/round | max calls in a round | reads | reads ≥ 50 ms | retries | p50 (ms) | p99 (ms) | p99.9 (ms) | max (ms) | hit p99 (ms) | errors | server CPU (%) | other processes' CPU (%) | started (UTC) |\n");
+    s.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
     for r in results {
         s.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.0} | {:.0} | {} |\n",
             r.mode.name(),
             r.clients,
             r.backend_calls,
@@ -718,7 +740,10 @@ I/O errors, 2 s request timeouts or attempts without a value after 10 s.\n\n",
             f2(r.p999_ms()),
             f2(r.max_ms()),
             f2(r.hit_p99_ms()),
-            r.errors
+            r.errors,
+            r.server_cpu,
+            r.other_cpu,
+            r.started
         ));
     }
     let (nproc, model, kernel, _) = server::machine();
