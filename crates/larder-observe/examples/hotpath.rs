@@ -1,6 +1,9 @@
 //! Nanoseconds per hot-path call, single thread, release build:
 //! `cargo run --release -p larder-observe --example hotpath`.
-//! Keys: 100 prefixes x 1000 ids, 30-byte keys, 90% gets / 10% sets.
+//! Keys: 100 prefixes, 30-byte keys, 90% gets / 10% sets. In the server the
+//! key was just parsed from the request buffer, so it is in cache: the key
+//! set here is small enough to stay in cache (`--cold` uses 100 000 keys,
+//! which adds a cache miss per call that the server does not pay here).
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -11,12 +14,13 @@ fn main() {
     let mut w = obs.worker();
     let every_hk = larder_observe::hotkeys::HotKeys::new(256, 60);
     let mut every = every_hk.worker();
+    let nkeys = if std::env::args().any(|a| a == "--cold") { 100_000 } else { 1000 };
     let keys: Vec<Vec<u8>> =
-        (0..100_000).map(|i| format!("prefix{:03}:object:{:012}", i % 100, i * 7919 % 1_000_003).into_bytes()).collect();
+        (0..nkeys).map(|i| format!("prefix{:03}:object:{:012}", i % 100, i * 7919 % 1_000_003).into_bytes()).collect();
     for k in &keys {
         w.on_set(k, 100, None, 1, 0);
     }
-    let n = 5_000_000usize;
+    let n = 2_000_000usize;
     let mut x = 1u64;
     let mut pick = || {
         x ^= x << 13;
@@ -25,7 +29,7 @@ fn main() {
         x as usize
     };
     let idx: Vec<usize> = (0..n).map(|_| pick() % keys.len()).collect();
-    for (name, f) in [
+    let variants = [
         ("baseline: touch the key", 5),
         ("prefix on_get", 0),
         ("hotkeys on_request, every request", 6),
@@ -33,30 +37,37 @@ fn main() {
         ("bigkeys on_store (small)", 2),
         ("latency record", 3),
         ("observer web mix (90% get, 10% set, latency)", 4),
-    ] {
-        let t = Instant::now();
-        for (j, &i) in idx.iter().enumerate() {
-            let k = &keys[i];
-            match f {
-                0 => w.prefixes.on_get(black_box(k), true, 100),
-                1 => w.hotkeys.on_request(black_box(k), 100, 1),
-                2 => obs.bigkeys.on_store(black_box(k), 100, 1, 0),
-                3 => w.latency.record(black_box(j as u64)),
-                5 => {
-                    black_box(larder_observe::hash_bytes(black_box(&k[..8])));
-                }
-                6 => every.on_request(black_box(k), 100, 1),
-                _ => {
-                    if j % 10 == 0 {
-                        w.on_set(k, 100, Some(100), 1, 0);
-                    } else {
-                        w.on_get(k, true, 100, 1);
+    ];
+    // round-robin, 5 rounds, best of 5: the machine is shared
+    let mut best = vec![f64::MAX; variants.len()];
+    for _ in 0..5 {
+        for (v, &(_, f)) in variants.iter().enumerate() {
+            let t = Instant::now();
+            for (j, &i) in idx.iter().enumerate() {
+                let k = &keys[i];
+                match f {
+                    0 => w.prefixes.on_get(black_box(k), true, 100),
+                    1 => w.hotkeys.on_request(black_box(k), 100, 1),
+                    2 => obs.bigkeys.on_store(black_box(k), 100, 1, 0),
+                    3 => w.latency.record(black_box(j as u64)),
+                    5 => {
+                        black_box(larder_observe::hash_bytes(black_box(&k[..8])));
                     }
-                    w.record_latency(j as u64 & 0xffff);
+                    6 => every.on_request(black_box(k), 100, 1),
+                    _ => {
+                        if j % 10 == 0 {
+                            w.on_set(k, 100, Some(100), 1, 0);
+                        } else {
+                            w.on_get(k, true, 100, 1);
+                        }
+                        w.record_latency(j as u64 & 0xffff);
+                    }
                 }
             }
+            best[v] = best[v].min(t.elapsed().as_nanos() as f64 / n as f64);
         }
-        let ns = t.elapsed().as_nanos() as f64 / n as f64;
+    }
+    for ((name, _), ns) in variants.iter().zip(&best) {
         use std::io::Write;
         let _ = writeln!(std::io::stdout(), "{name:<48} {ns:6.1} ns/call");
     }

@@ -10,14 +10,11 @@ pub fn hash_bytes(bytes: &[u8]) -> u64 {
     let mut h: u64 = (bytes.len() as u64).wrapping_mul(K) ^ 0x2545_F491_4F6C_DD1D;
     let mut chunks = bytes.chunks_exact(8);
     for c in &mut chunks {
-        let v = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-        h = (h ^ v).wrapping_mul(K).rotate_left(29);
+        h = (h ^ word(c)).wrapping_mul(K).rotate_left(29);
     }
     let rest = chunks.remainder();
     if !rest.is_empty() {
-        let mut buf = [0u8; 8];
-        buf[..rest.len()].copy_from_slice(rest);
-        h = (h ^ u64::from_le_bytes(buf)).wrapping_mul(K).rotate_left(29);
+        h = (h ^ partial_word(rest)).wrapping_mul(K).rotate_left(29);
     }
     // murmur3 fmix64
     h ^= h >> 33;
@@ -26,6 +23,29 @@ pub fn hash_bytes(bytes: &[u8]) -> u64 {
     h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
     h ^= h >> 33;
     h
+}
+
+/// The 8 bytes of `c` (exactly 8 long) as a little-endian word.
+#[inline]
+pub(crate) fn word(c: &[u8]) -> u64 {
+    u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])
+}
+
+/// Up to 8 bytes as a zero-padded little-endian word, without a `memcpy`
+/// call (two overlapping loads).
+#[inline]
+pub(crate) fn partial_word(b: &[u8]) -> u64 {
+    let n = b.len();
+    match n {
+        0 => 0,
+        1..=3 => (b[0] as u64) | (b[n / 2] as u64) << (8 * (n / 2)) | (b[n - 1] as u64) << (8 * (n - 1)),
+        4..=7 => {
+            let lo = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64;
+            let hi = u32::from_le_bytes([b[n - 4], b[n - 3], b[n - 2], b[n - 1]]) as u64;
+            lo | hi << (8 * (n - 4))
+        }
+        _ => word(&b[..8]),
+    }
 }
 
 /// The prefix of `key`: the bytes before the first `delimiter`, or `None`
@@ -116,6 +136,16 @@ mod tests {
         assert_eq!(key_prefix(b":x", b':'), Some(&b""[..]));
         assert_eq!(key_prefix(b"plain", b':'), None);
         assert_eq!(key_prefix(b"a/b:c", b'/'), Some(&b"a"[..]));
+    }
+
+    #[test]
+    fn partial_words() {
+        for n in 0..=8usize {
+            let b: Vec<u8> = (1..=n as u8).collect();
+            let mut buf = [0u8; 8];
+            buf[..n].copy_from_slice(&b);
+            assert_eq!(partial_word(&b), u64::from_le_bytes(buf), "{n}");
+        }
     }
 
     #[test]
