@@ -7,6 +7,7 @@
 //! `larder_proto::binary` for the per-opcode contract this follows.
 
 use crate::exec::After;
+use crate::observe::Obs;
 use crate::server::Server;
 use crate::stats::{bump, WorkerStats};
 use larder_proto::binary::{self, BinParsed, BinRequest, Command, Extras, Status};
@@ -40,7 +41,7 @@ pub fn triage<'a>(srv: &Server, ws: &WorkerStats, parsed: BinParsed<'a>, now: Ti
     }
 }
 
-pub fn execute(srv: &Server, ws: &WorkerStats, req: BinRequest<'_>, now: Time, out: &mut Vec<u8>) -> After {
+pub fn execute(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: BinRequest<'_>, now: Time, out: &mut Vec<u8>) -> After {
     let op = req.opcode;
     let quiet = op.quiet();
     let cas_arg = (req.cas != 0).then_some(req.cas);
@@ -55,6 +56,7 @@ pub fn execute(srv: &Server, ws: &WorkerStats, req: BinRequest<'_>, now: Time, o
             let write = |item: &larder_store::Item<'_>| {
                 let cas = if cas_enabled { item.cas } else { 0 };
                 binary::get_hit(out, op, req.opaque, cas, item.flags, req.key, item.value);
+                (item.value.len(), larder_store::item_bytes(req.key.len(), item.value.len(), item.flags))
             };
             let found = if srv.in_nocas_flush_second(now) {
                 Lookup::Flushed
@@ -64,7 +66,15 @@ pub fn execute(srv: &Server, ws: &WorkerStats, req: BinRequest<'_>, now: Time, o
                     Some(exp) => srv.store.get_and_touch(req.key, now, exp, write),
                 }
             };
-            let hit = matches!(found, Lookup::Hit(()));
+            let hit = matches!(found, Lookup::Hit(_));
+            if let Lookup::Hit((vlen, bytes)) = found {
+                obs.get(req.key, Some(vlen), now);
+                if let Some(exp) = touch {
+                    obs.touched(req.key, bytes, now, exp);
+                }
+            } else {
+                obs.get(req.key, None, now);
+            }
             if touch.is_some() {
                 bump(&ws.cmd_touch, 1);
                 bump(if hit { &ws.touch_hits } else { &ws.touch_misses }, 1);
@@ -82,9 +92,13 @@ pub fn execute(srv: &Server, ws: &WorkerStats, req: BinRequest<'_>, now: Time, o
                 _ => 0,
             };
             let cas_enabled = srv.settings.cas_enabled;
-            let found = srv.store.get_and_touch(req.key, now, exp, |item| (item.flags, if cas_enabled { item.cas } else { 0 }));
+            let found = srv.store.get_and_touch(req.key, now, exp, |item| {
+                let bytes = larder_store::item_bytes(req.key.len(), item.value.len(), item.flags);
+                (item.flags, if cas_enabled { item.cas } else { 0 }, bytes)
+            });
             match found {
-                Lookup::Hit((flags, cas)) => {
+                Lookup::Hit((flags, cas, bytes)) => {
+                    obs.touched(req.key, bytes, now, exp);
                     bump(&ws.touch_hits, 1);
                     binary::touch_hit(out, req.opaque, cas, flags);
                 }
@@ -95,10 +109,12 @@ pub fn execute(srv: &Server, ws: &WorkerStats, req: BinRequest<'_>, now: Time, o
             }
         }
         Command::Set | Command::Add | Command::Replace | Command::Append | Command::Prepend => {
-            store(srv, ws, &req, now, out);
+            store(srv, ws, obs, &req, now, out);
         }
         Command::Delete => {
-            let status = match srv.store.delete_if(req.key, now, cas_arg) {
+            let outcome = srv.store.delete_if(req.key, now, cas_arg);
+            obs.deleted(req.key, outcome == DeleteOutcome::Deleted);
+            let status = match outcome {
                 DeleteOutcome::Deleted => {
                     bump(&ws.delete_hits, 1);
                     Status::Success
@@ -147,7 +163,7 @@ pub fn execute(srv: &Server, ws: &WorkerStats, req: BinRequest<'_>, now: Time, o
     After::Continue
 }
 
-fn store(srv: &Server, ws: &WorkerStats, req: &BinRequest<'_>, now: Time, out: &mut Vec<u8>) {
+fn store(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: &BinRequest<'_>, now: Time, out: &mut Vec<u8>) {
     let op = req.opcode;
     let (flags, exptime) = match req.extras {
         Extras::Store { flags, exptime } => (flags, srv.clock.expiry(exptime as i64)),
@@ -166,6 +182,11 @@ fn store(srv: &Server, ws: &WorkerStats, req: &BinRequest<'_>, now: Time, out: &
     };
     let cas_check = (req.cas != 0 && matches!(mode, Mode::Append | Mode::Prepend)).then_some(req.cas);
     let result = srv.store.store_if(mode, req.key, flags, exptime, req.value, now, cas_check);
+    if let StoreResult::Stored(_) = result {
+        obs.stored(req.key, now, exptime);
+    } else {
+        obs.set_failed(req.key);
+    }
     if !matches!(result, StoreResult::TooLarge | StoreResult::OutOfMemory) {
         bump(&ws.cmd_set, 1);
     }

@@ -49,8 +49,44 @@ pub struct Settings {
     pub lru_maintainer: bool,
     /// Grace mode (`-o grace=`, `grace_prefix=`, `grace_lease=`).
     pub grace: crate::grace::GraceConfig,
+    /// Observability (`-o prefix_stats_max=`, `bigkeys=`, `hotkeys_window=`,
+    /// `hotkeys_sample=`, `observe=off`).
+    pub observe: ObserveSettings,
     /// Warnings to print at start-up (flags accepted but without effect).
     pub warnings: Vec<String>,
+}
+
+/// Sizes of the accounting structures and the admin listener.
+#[derive(Clone, Debug)]
+pub struct ObserveSettings {
+    /// `observe=off`: no per-request accounting at all (for measuring its cost).
+    pub enabled: bool,
+    pub prefix_stats_max: usize,
+    pub bigkeys: usize,
+    /// Items smaller than this never enter the big-key list. Writes of
+    /// list members take the list's lock and a new member copies its key, so
+    /// this keeps the big-key list off the path of ordinary small items.
+    pub bigkeys_min_size: u64,
+    pub hotkeys_window: u64,
+    pub hotkeys_sample: u64,
+    /// `/metrics` listener port (0 = off).
+    pub metrics_port: u16,
+    pub metrics_addr: String,
+}
+
+impl Default for ObserveSettings {
+    fn default() -> Self {
+        ObserveSettings {
+            enabled: true,
+            prefix_stats_max: 1024,
+            bigkeys: 20,
+            bigkeys_min_size: 1024,
+            hotkeys_window: 60,
+            hotkeys_sample: 16,
+            metrics_port: 0,
+            metrics_addr: "127.0.0.1".to_string(),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,6 +141,7 @@ impl Default for Settings {
             lru_crawler: true,
             lru_maintainer: true,
             grace: crate::grace::GraceConfig { lease: 5, ..Default::default() },
+            observe: ObserveSettings::default(),
             warnings: Vec::new(),
         }
     }
@@ -402,6 +439,32 @@ fn parse_extended<'a>(list: &'a str, s: &mut Settings) -> Result<(), UsageError>
                     _ => return err(format!("larder: -o grace_prefix wants prefix:duration, got '{v}'")),
                 }
             }
+            "prefix_stats_max" | "bigkeys" | "bigkeys_min_size" | "hotkeys_window" | "hotkeys_sample" | "metrics_port" => {
+                let v = need(value)?;
+                let n: u64 = v.parse().map_err(|_| UsageError(format!("larder: bad value for -o {name}: '{v}'")))?;
+                let o = &mut s.observe;
+                match name {
+                    "prefix_stats_max" => o.prefix_stats_max = n as usize,
+                    "bigkeys" => o.bigkeys = n as usize,
+                    "bigkeys_min_size" => o.bigkeys_min_size = n.max(1),
+                    "hotkeys_window" if n >= 1 => o.hotkeys_window = n,
+                    "hotkeys_sample" if n >= 1 => o.hotkeys_sample = n,
+                    "metrics_port" if n <= u16::MAX as u64 => o.metrics_port = n as u16,
+                    _ => return err(format!("larder: bad value for -o {name}: '{v}'")),
+                }
+            }
+            "metrics_addr" => {
+                let v = need(value)?;
+                if v.parse::<std::net::IpAddr>().is_err() {
+                    return err(format!("larder: -o metrics_addr wants an IP address, got '{v}'"));
+                }
+                s.observe.metrics_addr = v.to_string();
+            }
+            "observe" => match need(value)? {
+                "on" => s.observe.enabled = true,
+                "off" => s.observe.enabled = false,
+                v => return err(format!("larder: -o observe wants on or off, got '{v}'")),
+            },
             "debugtime" => s.debug_time = true,
             "maxconns_fast" => s.maxconns_fast = true,
             "no_maxconns_fast" => s.maxconns_fast = false,
@@ -474,6 +537,15 @@ pub fn help_text() -> String {
    - grace_prefix:        grace for keys with a prefix, e.g. grace_prefix=page:30s
    - grace_lease:         time the refilling getter has before another is chosen
                           (default: 5s)
+   - prefix_stats_max:    key prefixes accounted separately in stats prefixes /
+                          stats detail dump (default: 1024; more fold into 'other')
+   - bigkeys:             largest items listed by stats bigkeys (default: 20)
+   - bigkeys_min_size:    smallest item (bytes) stats bigkeys lists (default: 1024)
+   - hotkeys_window:      seconds of traffic behind stats hotkeys (default: 60)
+   - hotkeys_sample:      hot keys see one request in this many (default: 16)
+   - metrics_port:        serve Prometheus /metrics on this port (default: 0, off)
+   - metrics_addr:        address for metrics_port (default: 127.0.0.1)
+   - observe:             on|off: per-request accounting (default: on)
    - debugtime:           (tests only) enable the debugtime clock command
 ",
         version = env!("CARGO_PKG_VERSION"),

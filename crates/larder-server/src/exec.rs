@@ -5,6 +5,7 @@
 //! encoded straight into the connection's write buffer. Nothing here
 //! allocates on the paths of get/set/delete/incr/touch.
 
+use crate::observe::Obs;
 use crate::server::Server;
 use crate::stats::{bump, WorkerStats};
 use larder_proto::{reply, text, Parsed, Request, StoreCommand};
@@ -19,31 +20,33 @@ pub enum After {
 }
 
 /// Execute `req`, appending its reply (if any) to `out`.
-pub fn execute(srv: &Server, ws: &WorkerStats, req: Request<'_>, now: Time, out: &mut Vec<u8>) -> After {
+pub fn execute(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: Request<'_>, now: Time, out: &mut Vec<u8>) -> After {
     match req {
         Request::Get { keys, cas } => {
             for key in keys {
-                get_one(srv, ws, key, now, cas, None, out);
+                get_one(srv, ws, obs, key, now, cas, None, out);
             }
             out.extend_from_slice(reply::END);
         }
         Request::Gat { exptime, keys, cas } => {
             let exp = srv.clock.expiry(exptime);
             for key in keys {
-                get_one(srv, ws, key, now, cas, Some(exp), out);
+                get_one(srv, ws, obs, key, now, cas, Some(exp), out);
             }
             out.extend_from_slice(reply::END);
         }
         Request::Store { command, key, flags, exptime, data, noreply } => {
             let exp = srv.clock.expiry(exptime);
-            let line = store(srv, ws, command, key, flags, exp, data, now);
+            let line = store(srv, ws, obs, command, key, flags, exp, data, now);
             if !noreply {
                 out.extend_from_slice(line);
             }
         }
         Request::Delete { key, noreply } => {
             srv.note_write(key);
-            let line = if srv.store.delete(key, now) {
+            let removed = srv.store.delete(key, now);
+            obs.deleted(key, removed);
+            let line = if removed {
                 bump(&ws.delete_hits, 1);
                 reply::DELETED
             } else {
@@ -79,7 +82,12 @@ pub fn execute(srv: &Server, ws: &WorkerStats, req: Request<'_>, now: Time, out:
         }
         Request::Touch { key, exptime, noreply } => {
             bump(&ws.cmd_touch, 1);
-            let line = if srv.store.touch(key, now, srv.clock.expiry(exptime)) {
+            let exp = srv.clock.expiry(exptime);
+            let found = srv.store.get_and_touch(key, now, exp, |item| {
+                larder_store::item_bytes(key.len(), item.value.len(), item.flags)
+            });
+            let line = if let Lookup::Hit(bytes) = found {
+                obs.touched(key, bytes, now, exp);
                 bump(&ws.touch_hits, 1);
                 reply::TOUCHED
             } else {
@@ -149,7 +157,7 @@ pub fn execute(srv: &Server, ws: &WorkerStats, req: Request<'_>, now: Time, out:
                 out.extend_from_slice(reply::ERROR);
             }
         }
-        Request::Meta(meta) => crate::metaexec::execute(srv, ws, &meta, now, out),
+        Request::Meta(meta) => crate::metaexec::execute(srv, ws, obs, &meta, now, out),
         #[allow(unreachable_patterns)]
         _ => out.extend_from_slice(reply::ERROR),
     }
@@ -157,12 +165,15 @@ pub fn execute(srv: &Server, ws: &WorkerStats, req: Request<'_>, now: Time, out:
 }
 
 /// One key of a get/gets/gat/gats.
-fn get_one(srv: &Server, ws: &WorkerStats, key: &[u8], now: Time, cas: bool, touch: Option<Time>, out: &mut Vec<u8>) {
+#[allow(clippy::too_many_arguments)]
+fn get_one(srv: &Server, ws: &WorkerStats, obs: &mut Obs, key: &[u8], now: Time, cas: bool, touch: Option<Time>, out: &mut Vec<u8>) {
     bump(&ws.cmd_get, 1);
     let cas_enabled = srv.settings.cas_enabled;
+    // Returns (value length, item bytes) for the observer.
     let write = |item: &larder_store::Item<'_>| {
         let cas_value = if cas_enabled { item.cas } else { 0 };
         reply::value(out, key, item.flags, item.value, cas.then_some(cas_value));
+        (item.value.len(), larder_store::item_bytes(key.len(), item.value.len(), item.flags))
     };
     let grace = if touch.is_none() { srv.settings.grace.for_key(key) } else { 0 };
     let found = if srv.in_nocas_flush_second(now) {
@@ -175,9 +186,17 @@ fn get_one(srv: &Server, ws: &WorkerStats, key: &[u8], now: Time, cas: bool, tou
             Some(exp) => srv.store.get_and_touch(key, now, exp, write),
         }
     };
+    if let Lookup::Hit((vlen, bytes)) = found {
+        obs.get(key, Some(vlen), now);
+        if let Some(exp) = touch {
+            obs.touched(key, bytes, now, exp);
+        }
+    } else {
+        obs.get(key, None, now);
+    }
     match (found, touch.is_some()) {
-        (Lookup::Hit(()), false) => bump(&ws.get_hits, 1),
-        (Lookup::Hit(()), true) => {
+        (Lookup::Hit(_), false) => bump(&ws.get_hits, 1),
+        (Lookup::Hit(_), true) => {
             bump(&ws.cmd_touch, 1);
             bump(&ws.touch_hits, 1);
         }
@@ -198,19 +217,20 @@ fn get_one(srv: &Server, ws: &WorkerStats, key: &[u8], now: Time, cas: bool, tou
 
 /// A get under grace mode: an expired value in grace is served, except to
 /// the one getter chosen to refill it, who is told it missed.
-fn graced_get(srv: &Server, ws: &WorkerStats, key: &[u8], now: Time, grace: Time, cas: bool, out: &mut Vec<u8>) -> Lookup<()> {
+fn graced_get(srv: &Server, ws: &WorkerStats, key: &[u8], now: Time, grace: Time, cas: bool, out: &mut Vec<u8>) -> Lookup<(usize, u64)> {
     let cas_enabled = srv.settings.cas_enabled;
     let mark = out.len();
     let found = srv.store.get_graced(key, now, grace, |item| {
         let cas_value = if cas_enabled { item.cas } else { 0 };
         reply::value(out, key, item.flags, item.value, cas.then_some(cas_value));
+        (item.value.len(), larder_store::item_bytes(key.len(), item.value.len(), item.flags))
     });
     match found {
-        Lookup::Hit(((), false)) => Lookup::Hit(()),
-        Lookup::Hit(((), true)) => match srv.winners.on_stale_read(key, now, srv.settings.grace.lease) {
+        Lookup::Hit((sizes, false)) => Lookup::Hit(sizes),
+        Lookup::Hit((sizes, true)) => match srv.winners.on_stale_read(key, now, srv.settings.grace.lease) {
             crate::grace::Verdict::Serve => {
                 bump(&ws.grace_hits, 1);
-                Lookup::Hit(())
+                Lookup::Hit(sizes)
             }
             verdict => {
                 // This getter refills: withdraw the value written above.
@@ -233,6 +253,7 @@ fn graced_get(srv: &Server, ws: &WorkerStats, key: &[u8], now: Time, grace: Time
 fn store(
     srv: &Server,
     ws: &WorkerStats,
+    obs: &mut Obs,
     command: StoreCommand,
     key: &[u8],
     flags: u32,
@@ -251,6 +272,9 @@ fn store(
     let result = srv.store.store(mode, key, flags, exptime, data, now);
     if let StoreResult::Stored(_) = result {
         srv.note_write(key);
+        obs.stored(key, now, exptime);
+    } else {
+        obs.set_failed(key);
     }
     if !matches!(result, StoreResult::TooLarge | StoreResult::OutOfMemory) {
         bump(&ws.cmd_set, 1);

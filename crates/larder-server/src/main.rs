@@ -15,6 +15,7 @@ mod exec;
 mod grace;
 mod listen;
 mod metaexec;
+mod observe;
 mod registry;
 mod report;
 mod server;

@@ -5,18 +5,19 @@
 //! (`Store::meta_get`, `invalidate`, `meta_store`, `arith_if`). This module
 //! maps one onto the other and keeps the counters.
 
+use crate::observe::Obs;
 use crate::server::Server;
 use crate::stats::{bump, WorkerStats};
 use larder_proto::meta::{self, MaItem, MaOutcome, MeItem, MetaCommand, MetaRequest, MetaStatus, MgItem};
 use larder_proto::{reply, StoreCommand};
 use larder_store::{ArithOutcome, DeleteOutcome, Lookup, MetaGet, Mode, StoreResult, Time};
 
-pub fn execute(srv: &Server, ws: &WorkerStats, req: &MetaRequest<'_>, now: Time, out: &mut Vec<u8>) {
+pub fn execute(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: &MetaRequest<'_>, now: Time, out: &mut Vec<u8>) {
     bump(&ws.cmd_meta, 1);
     match req.command {
-        MetaCommand::Get => get(srv, ws, req, now, out),
-        MetaCommand::Set => set(srv, ws, req, now, out),
-        MetaCommand::Delete => delete(srv, ws, req, now, out),
+        MetaCommand::Get => get(srv, ws, obs, req, now, out),
+        MetaCommand::Set => set(srv, ws, obs, req, now, out),
+        MetaCommand::Delete => delete(srv, ws, obs, req, now, out),
         MetaCommand::Arith => arith(srv, ws, req, now, out),
         MetaCommand::Noop => meta::mn(out),
         MetaCommand::Debug => debug(srv, req, now, out),
@@ -28,7 +29,7 @@ fn ttl(exptime: Time, now: Time) -> Option<i64> {
     (exptime != 0).then(|| exptime as i64 - now as i64)
 }
 
-fn get(srv: &Server, ws: &WorkerStats, req: &MetaRequest<'_>, now: Time, out: &mut Vec<u8>) {
+fn get(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: &MetaRequest<'_>, now: Time, out: &mut Vec<u8>) {
     let f = &req.flags;
     let opts = MetaGet {
         bump: !f.has(b'u'),
@@ -59,10 +60,20 @@ fn get(srv: &Server, ws: &WorkerStats, req: &MetaRequest<'_>, now: Time, out: &m
             won: m.won,
         };
         meta::mg_hit(out, req, &item);
-        m.created
+        (m.created, m.item.value.len(), larder_store::item_bytes(req.key().len(), m.item.value.len(), m.item.flags))
     });
     match found {
-        Lookup::Hit(created) => {
+        Lookup::Hit((created, vlen, bytes)) => {
+            if created {
+                // Vivified on miss (N): a miss, and a new item.
+                obs.get(req.key(), None, now);
+                obs.created(req.key(), bytes, now, opts.vivify.unwrap_or(0));
+            } else {
+                obs.get(req.key(), Some(vlen), now);
+                if let Some(exp) = opts.touch {
+                    obs.touched(req.key(), bytes, now, exp);
+                }
+            }
             if created {
                 bump(&ws.get_misses, 1);
             } else {
@@ -73,6 +84,7 @@ fn get(srv: &Server, ws: &WorkerStats, req: &MetaRequest<'_>, now: Time, out: &m
             }
         }
         miss => {
+            obs.get(req.key(), None, now);
             bump(&ws.get_misses, 1);
             match miss {
                 Lookup::Expired => bump(&ws.get_expired, 1),
@@ -87,7 +99,7 @@ fn get(srv: &Server, ws: &WorkerStats, req: &MetaRequest<'_>, now: Time, out: &m
     }
 }
 
-fn set(srv: &Server, ws: &WorkerStats, req: &MetaRequest<'_>, now: Time, out: &mut Vec<u8>) {
+fn set(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: &MetaRequest<'_>, now: Time, out: &mut Vec<u8>) {
     let f = &req.flags;
     let exptime = f.ttl.map_or(0, |t| srv.clock.expiry(t as i64));
     let invalidate = f.has(b'I');
@@ -106,6 +118,11 @@ fn set(srv: &Server, ws: &WorkerStats, req: &MetaRequest<'_>, now: Time, out: &m
     let result =
         srv.store.meta_store(mode, key, f.client_flags, exptime, req.data, now, cas, invalidate, req.key_binary());
     bump(&ws.cmd_set, 1);
+    if let StoreResult::Stored(_) = result {
+        obs.stored(key, now, exptime);
+    } else {
+        obs.set_failed(key);
+    }
     if f.cas.is_some() {
         match result {
             StoreResult::Stored(_) => bump(&ws.cas_hits, 1),
@@ -137,14 +154,17 @@ fn set(srv: &Server, ws: &WorkerStats, req: &MetaRequest<'_>, now: Time, out: &m
     meta::ms(out, req, status, cas);
 }
 
-fn delete(srv: &Server, ws: &WorkerStats, req: &MetaRequest<'_>, now: Time, out: &mut Vec<u8>) {
+fn delete(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: &MetaRequest<'_>, now: Time, out: &mut Vec<u8>) {
     let f = &req.flags;
     let key = req.key();
-    let outcome = if f.has(b'I') {
+    let invalidate = f.has(b'I');
+    let outcome = if invalidate {
         srv.store.invalidate(key, now, f.cas, f.ttl.map(|t| srv.clock.expiry(t as i64)))
     } else {
         srv.store.delete_if(key, now, f.cas)
     };
+    // md I marks the item stale and keeps it: not a removal.
+    obs.deleted(key, outcome == DeleteOutcome::Deleted && !invalidate);
     let status = match outcome {
         DeleteOutcome::Deleted => {
             srv.note_write(key);

@@ -1,6 +1,9 @@
 //! The `stats` replies: general, `settings`, `items`, `slabs`, `sizes`,
 //! `conns`, `reset`, in memcached 1.6.18's names and order.
 //!
+//! Also larder-observe's: `stats detail on|off|dump` (memcached's),
+//! `stats prefixes`, `stats hotkeys`, `stats bigkeys`.
+//!
 //! larder has no slab classes; `stats items` and `stats slabs` describe the
 //! whole store as one class (id 1) so tools that parse them keep working.
 
@@ -26,19 +29,20 @@ pub fn stats(srv: &Server, args: &[u8], now: Time, out: &mut Vec<u8>) {
             return;
         }
         Some(b"detail") => {
-            // Per-prefix accounting arrives with the observability work;
-            // answer as memcached does with detail collection off.
+            // memcached looks at the word after `detail` only.
             match words.next() {
-                Some(b"dump") => {}
-                Some(b"on") | Some(b"off") => {
+                Some(b"dump") => srv.observer.prefixes.render_detail_dump(out),
+                Some(w @ (b"on" | b"off")) => {
+                    srv.observer.prefixes.set_detail(w == b"on");
                     out.extend_from_slice(reply::OK);
-                    return;
                 }
-                _ => {
-                    reply::line(out, "CLIENT_ERROR usage: stats detail on|off|dump");
-                    return;
-                }
+                _ => reply::line(out, "CLIENT_ERROR usage: stats detail on|off|dump"),
             }
+            return;
+        }
+        Some(w @ (b"prefixes" | b"hotkeys" | b"bigkeys")) if words.next().is_none() => {
+            srv.observer.render_stats(&[w], srv.clock.unix_now().max(0) as u64, out);
+            return;
         }
         Some(_) => {
             out.extend_from_slice(reply::ERROR);
@@ -195,7 +199,7 @@ fn settings(srv: &Server, out: &mut Vec<u8>) {
     stat_u64(out, "num_threads", s.threads as u64);
     stat_u64(out, "num_threads_per_udp", s.threads as u64);
     stat_str(out, "stat_key_prefix", &(s.prefix_delimiter as char).to_string());
-    stat_str(out, "detail_enabled", yes_no(s.detail_enabled));
+    stat_str(out, "detail_enabled", yes_no(srv.observer.prefixes.detail_enabled()));
     stat_u64(out, "reqs_per_event", s.reqs_per_event as u64);
     stat_str(out, "cas_enabled", yes_no(s.cas_enabled));
     stat_u64(out, "tcp_backlog", s.backlog as u64);

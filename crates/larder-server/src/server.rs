@@ -1,5 +1,6 @@
 //! The state every worker shares: settings, the store, the clock, counters,
-//! the socket registry and the shutdown switch.
+//! the observer (per-prefix accounting, big/hot keys, latency), the socket
+//! registry and the shutdown switch.
 
 use crate::clock::Clock;
 use crate::config::Settings;
@@ -19,6 +20,9 @@ pub struct Server {
     pub limits: Limits,
     /// Grace mode: who is refilling which expired key.
     pub winners: crate::grace::Winners,
+    /// Observability state shared by the workers (each has its own
+    /// `ObserverWorker`, see `observe.rs`).
+    pub observer: larder_observe::observer::Observer,
     verbosity: AtomicU32,
     stopping: AtomicBool,
     /// With `-C`: the second of the last immediate `flush_all` (0 = none).
@@ -31,6 +35,17 @@ pub struct Server {
 impl Server {
     pub fn new(settings: Settings, store: Store, listeners: usize) -> Server {
         let limits = Limits { item_size_max: settings.item_size_max, ..Limits::default() };
+        let o = &settings.observe;
+        let observer = larder_observe::observer::Observer::new(larder_observe::observer::ObserverConfig {
+            delimiter: settings.prefix_delimiter,
+            max_prefixes: o.prefix_stats_max.max(1),
+            bigkeys: o.bigkeys,
+            bigkeys_min_size: o.bigkeys_min_size,
+            hotkeys_window_secs: o.hotkeys_window,
+            hotkeys_sample: o.hotkeys_sample,
+            ..Default::default()
+        });
+        observer.prefixes.set_detail(settings.detail_enabled);
         Server {
             verbosity: AtomicU32::new(settings.verbose),
             stats: ServerStats::new(settings.threads),
@@ -40,6 +55,7 @@ impl Server {
             registry: Registry::default(),
             limits,
             winners: crate::grace::Winners::new(),
+            observer,
             stopping: AtomicBool::new(false),
             nocas_flush_second: AtomicU32::new(0),
             store_baseline: Mutex::new(larder_store::Stats::default()),
@@ -125,6 +141,7 @@ impl Server {
     /// `stats reset`.
     pub fn reset_stats(&self) {
         self.stats.reset();
+        self.observer.reset();
         *self.store_baseline.lock().unwrap() = self.store.stats();
     }
 }

@@ -15,6 +15,7 @@
 
 use crate::exec::{execute, triage, After, Step};
 use crate::registry::{ConnInfo, ConnState};
+use crate::observe::Obs;
 use crate::server::Server;
 use crate::stats::{bump, WorkerStats};
 use crate::binexec::{self, BinStep};
@@ -110,6 +111,8 @@ pub struct Session {
     wire: Wire,
     /// Relative time of the last request (for idle timeouts).
     pub last_active: Time,
+    /// Requests executed since the worker last took this count (latency).
+    pub served: u32,
 }
 
 impl Session {
@@ -126,6 +129,7 @@ impl Session {
             closing: false,
             wire: Wire::Undecided,
             last_active: now,
+            served: 0,
         }
     }
 
@@ -139,7 +143,7 @@ impl Session {
     }
 
     /// Handle a readiness event (or a scheduled re-run).
-    pub fn on_event(&mut self, srv: &Server, ws: &WorkerStats, now: Time) -> Status {
+    pub fn on_event(&mut self, srv: &Server, ws: &WorkerStats, obs: &mut Obs, now: Time) -> Status {
         let mut budget = READ_BUDGET;
         // -R: requests per wake-up before yielding to other connections.
         let mut allowance = srv.settings.reqs_per_event;
@@ -158,7 +162,7 @@ impl Session {
             // Execute what is already buffered before reading more.
             if self.rstart < self.rend || self.swallow > 0 {
                 let before = self.rstart;
-                let yielded = self.process(srv, ws, now, &mut allowance);
+                let yielded = self.process(srv, ws, obs, now, &mut allowance);
                 if self.rstart != before {
                     self.last_active = now;
                 }
@@ -246,7 +250,7 @@ impl Session {
 
     /// Execute the complete requests in the read buffer, at most `allowance`
     /// of them; true if it stopped because the allowance ran out.
-    fn process(&mut self, srv: &Server, ws: &WorkerStats, now: Time, allowance: &mut usize) -> bool {
+    fn process(&mut self, srv: &Server, ws: &WorkerStats, obs: &mut Obs, now: Time, allowance: &mut usize) -> bool {
         self.info.set_state(ConnState::ParseCmd);
         loop {
             if self.swallow > 0 {
@@ -277,7 +281,8 @@ impl Session {
                 match binexec::triage(srv, ws, binary::parse(buf, &srv.limits), now, &mut self.wbuf) {
                     BinStep::Run(request, consumed) => {
                         *allowance -= 1;
-                        let after = binexec::execute(srv, ws, request, now, &mut self.wbuf);
+                        self.served += 1;
+                        let after = binexec::execute(srv, ws, obs, request, now, &mut self.wbuf);
                         self.rstart += consumed;
                         if after == After::Close {
                             self.closing = true;
@@ -309,7 +314,8 @@ impl Session {
             match triage(srv, ws, parse(buf, &srv.limits), now, &mut self.wbuf) {
                 Step::Run(request, consumed) => {
                     *allowance -= 1;
-                    let after = execute(srv, ws, request, now, &mut self.wbuf);
+                    self.served += 1;
+                    let after = execute(srv, ws, obs, request, now, &mut self.wbuf);
                     self.rstart += consumed;
                     if after == After::Close {
                         self.closing = true;

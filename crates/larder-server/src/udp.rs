@@ -8,6 +8,7 @@
 //! memcached drops them.
 
 use crate::exec::{execute, triage, Step};
+use crate::observe::Obs;
 use crate::server::Server;
 use crate::stats::{bump, WorkerStats};
 use crate::binexec::{self, BinStep};
@@ -33,7 +34,7 @@ impl UdpHandler {
         UdpHandler { socket, rbuf: vec![0; 65536], out: Vec::with_capacity(16384), datagram: Vec::with_capacity(MAX_DATAGRAM) }
     }
 
-    pub fn on_readable(&mut self, srv: &Server, ws: &WorkerStats, now: Time) {
+    pub fn on_readable(&mut self, srv: &Server, ws: &WorkerStats, obs: &mut Obs, now: Time) {
         loop {
             let (n, peer) = match self.socket.recv_from(&mut self.rbuf) {
                 Ok(r) => r,
@@ -61,7 +62,7 @@ impl UdpHandler {
                     match binexec::triage(srv, ws, parsed, now, &mut self.out) {
                         BinStep::Run(request, consumed) => {
                             pos += consumed;
-                            let _ = binexec::execute(srv, ws, request, now, &mut self.out);
+                            let _ = binexec::execute(srv, ws, obs, request, now, &mut self.out);
                         }
                         BinStep::Skip { consumed, swallow, close } => {
                             pos += consumed + swallow;
@@ -77,7 +78,7 @@ impl UdpHandler {
                 match triage(srv, ws, parsed, now, &mut self.out) {
                     Step::Run(request, consumed) => {
                         pos += consumed;
-                        let _ = execute(srv, ws, request, now, &mut self.out);
+                        let _ = execute(srv, ws, obs, request, now, &mut self.out);
                     }
                     Step::Skip { consumed, swallow } => pos += consumed + swallow,
                     Step::Wait(_) | Step::Close => break,

@@ -4,8 +4,15 @@
 //! Each wake-up handles every ready connection; a connection that used up its
 //! read budget is run again on the next turn of the loop (after the others),
 //! so one flooding client cannot starve the rest. Once a second the worker
-//! closes connections idle past `-o idle_timeout`.
+//! closes connections idle past `-o idle_timeout`, and worker 0 runs the
+//! observer's housekeeping (`Observer::maintain`).
+//!
+//! The worker owns its [`Obs`] (its `ObserverWorker`): the executors feed it
+//! per request; it acknowledges the observer before blocking in `poll`
+//! (`quiesce`), and it times requests with one clock reading per session
+//! event (see `observe.rs`).
 
+use crate::observe::Obs;
 use crate::registry::ConnInfo;
 use crate::server::Server;
 use crate::session::{Session, Status, Stream};
@@ -15,7 +22,7 @@ use mio::net::UdpSocket;
 use mio::{Events, Interest, Poll, Token, Waker};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const WAKER: Token = Token(usize::MAX);
 const UDP_BASE: usize = usize::MAX / 2;
@@ -52,6 +59,9 @@ pub struct Worker {
     sessions: Vec<Option<Session>>,
     free: Vec<usize>,
     udp: Vec<UdpHandler>,
+    obs: Obs,
+    /// Time each session event is measured from (the end of the previous).
+    mark: Instant,
 }
 
 impl Worker {
@@ -65,7 +75,18 @@ impl Worker {
             poll.registry().register(&mut sock, Token(UDP_BASE + i), Interest::READABLE)?;
             udp.push(UdpHandler::new(sock));
         }
-        let worker = Worker { id, srv, poll, inbox: inbox.clone(), sessions: Vec::new(), free: Vec::new(), udp };
+        let obs = Obs::new(&srv);
+        let worker = Worker {
+            id,
+            srv,
+            poll,
+            inbox: inbox.clone(),
+            sessions: Vec::new(),
+            free: Vec::new(),
+            udp,
+            obs,
+            mark: Instant::now(),
+        };
         Ok((worker, inbox))
     }
 
@@ -77,6 +98,10 @@ impl Worker {
         let ws = &srv.stats.workers[self.id];
         loop {
             let timeout = if again.is_empty() { Duration::from_millis(500) } else { Duration::ZERO };
+            if !timeout.is_zero() {
+                // About to block: let the observer's housekeeping proceed.
+                self.obs.quiesce();
+            }
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != std::io::ErrorKind::Interrupted {
                     eprintln!("larder: worker {} poll failed: {e}", self.id);
@@ -88,6 +113,7 @@ impl Worker {
                 return;
             }
             let now = srv.clock.now();
+            self.mark = Instant::now();
             let mut rerun = std::mem::take(&mut again);
             for event in events.iter() {
                 let token = event.token();
@@ -95,7 +121,7 @@ impl Worker {
                     self.adopt_new(now);
                 } else if token.0 >= UDP_BASE {
                     if let Some(h) = self.udp.get_mut(token.0 - UDP_BASE) {
-                        h.on_readable(&srv, ws, now);
+                        h.on_readable(&srv, ws, &mut self.obs, now);
                     }
                 } else {
                     rerun.retain(|t| *t != token);
@@ -108,6 +134,9 @@ impl Worker {
             if now != last_sweep {
                 last_sweep = now;
                 self.sweep_idle(now);
+                if self.id == 0 {
+                    srv.observer.maintain();
+                }
             }
         }
     }
@@ -116,7 +145,14 @@ impl Worker {
         let srv = &*self.srv;
         let ws = &srv.stats.workers[self.id];
         let Some(Some(session)) = self.sessions.get_mut(token.0) else { return };
-        match session.on_event(srv, ws, now) {
+        let status = session.on_event(srv, ws, &mut self.obs, now);
+        if session.served > 0 && self.obs.enabled() {
+            let t = Instant::now();
+            self.obs.latency(t.duration_since(self.mark).as_nanos() as u64, session.served);
+            session.served = 0;
+            self.mark = t;
+        }
+        match status {
             Status::Idle => {}
             Status::Again => again.push(token),
             Status::Close => self.close(token.0),

@@ -43,6 +43,7 @@ impl Store {
                 if cas.is_some_and(|c| c != l.g.cas(loc)) {
                     return DeleteOutcome::Exists;
                 }
+                crate::dump::note(0, l.g.header(loc).total() as u64);
                 l.g.unlink(pos, loc, Why::Deleted, &self.pool);
                 DeleteOutcome::Deleted
             }

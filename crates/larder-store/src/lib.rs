@@ -91,6 +91,7 @@
 
 mod arith;
 mod conditional;
+mod dump;
 mod evict;
 mod hash;
 mod index;
@@ -102,6 +103,7 @@ mod shard;
 
 pub use conditional::{ArithOutcome, DeleteOutcome};
 pub use meta::{MetaGet, MetaItem};
+pub use dump::{item_bytes, last_sizes};
 use evict::{EvictionPolicy, Fifo, Want};
 use hash::KeyHasher;
 use index::{Index, Loc, MAX_SEGMENT_SIZE};
@@ -351,6 +353,8 @@ impl Store {
         };
         let size = item::item_len(key.len(), vlen, flags);
         let protect = old_val.map_or(0, |(seg, _, _)| seg);
+        // Read before `reserve`, which may evict the old item's segment.
+        let old_size = old_loc.map_or(0, |o| l.g.header(o).total() as u64);
         let Some(loc) = self.reserve(&mut l, size, protect, now) else {
             if mode == Mode::Set {
                 if let Some(pos) = old_loc.and_then(|o| l.g.index.find_loc(h, o)) {
@@ -381,6 +385,7 @@ impl Store {
         if !l.g.commit(h, loc, old_loc, true, &self.env(now)) {
             return StoreResult::OutOfMemory;
         }
+        dump::note(size as u64, old_size);
         StoreResult::Stored(l.g.cas(loc))
     }
 
@@ -390,6 +395,7 @@ impl Store {
         let mut l = self.lock(h, now);
         match l.g.lookup(h, key, now, &self.pool) {
             Found::Live(pos, loc) => {
+                dump::note(0, l.g.header(loc).total() as u64);
                 l.g.unlink(pos, loc, Why::Deleted, &self.pool);
                 true
             }

@@ -1,0 +1,138 @@
+//! The server's side of larder-observe: one [`Obs`] per worker thread, fed
+//! by the executors (text, meta, binary) with what each request did.
+//!
+//! * Sizes come from the store: an item's bytes are what the store charges
+//!   for it (`larder_store::item_bytes`, header + key + value), and after a
+//!   successful store or delete `larder_store::last_sizes()` says what the
+//!   call wrote and what it removed or replaced, so per-prefix `items` and
+//!   `bytes` follow the store exactly for sets, replacements, appends and
+//!   deletes.
+//! * Times: the observer wants unix seconds; the server runs on relative
+//!   [`Time`]. The offset between the two is fixed at worker start
+//!   (`debugtime` shifts both alike).
+//! * `-o observe=off` leaves the worker without an `ObserverWorker`: every
+//!   call is then a single predictable branch (used to measure what the
+//!   accounting costs).
+//!
+//! Latency: a worker reads the clock once per session event (after it, the
+//! previous reading is the start of the next one), and records that
+//! event's elapsed time divided by the requests it executed, once per
+//! request. This includes the socket read and write of that event, which is
+//! what a client sees of the server; it does not include time queued in the
+//! kernel before the worker woke up.
+
+use crate::server::Server;
+use larder_observe::observer::ObserverWorker;
+use larder_store::Time;
+
+pub struct Obs {
+    w: Option<ObserverWorker>,
+    /// unix seconds = relative time + offset.
+    offset: i64,
+}
+
+impl Obs {
+    pub fn new(srv: &Server) -> Obs {
+        let w = srv.settings.observe.enabled.then(|| srv.observer.worker());
+        Obs { w, offset: srv.clock.unix_now() - srv.clock.now() as i64 }
+    }
+
+    #[inline]
+    fn unix(&self, t: Time) -> u64 {
+        (t as i64 + self.offset).max(0) as u64
+    }
+
+    #[inline]
+    fn unix_exp(&self, exptime: Time) -> u64 {
+        if exptime == 0 {
+            0
+        } else {
+            self.unix(exptime)
+        }
+    }
+
+    /// One key of a get-family command; `hit`: the value length sent.
+    #[inline]
+    pub fn get(&mut self, key: &[u8], hit: Option<usize>, now: Time) {
+        let now = self.unix(now);
+        if let Some(w) = &mut self.w {
+            w.on_get(key, hit.is_some(), hit.unwrap_or(0) as u64, now);
+        }
+    }
+
+    /// A storage command stored `key` (right after the store call).
+    #[inline]
+    pub fn stored(&mut self, key: &[u8], now: Time, exptime: Time) {
+        let (now, exptime) = (self.unix(now), self.unix_exp(exptime));
+        if let Some(w) = &mut self.w {
+            let (new, old) = larder_store::last_sizes();
+            w.on_set(key, new, (old != 0).then_some(old), now, exptime);
+        }
+    }
+
+    /// An item of `item_bytes` was created without a storage command
+    /// (`mg ... N` vivifying a missing key).
+    #[inline]
+    pub fn created(&mut self, key: &[u8], item_bytes: u64, now: Time, exptime: Time) {
+        let (now, exptime) = (self.unix(now), self.unix_exp(exptime));
+        if let Some(w) = &mut self.w {
+            w.prefixes.on_set(key, item_bytes, None);
+            w.on_touch(key, item_bytes, now, exptime);
+        }
+    }
+
+    /// A storage command stored nothing.
+    #[inline]
+    pub fn set_failed(&mut self, key: &[u8]) {
+        if let Some(w) = &mut self.w {
+            w.on_set_failed(key);
+        }
+    }
+
+    /// A delete (right after the store call): `removed` whether it removed
+    /// an item.
+    #[inline]
+    pub fn deleted(&mut self, key: &[u8], removed: bool) {
+        if let Some(w) = &mut self.w {
+            let bytes = removed.then(|| larder_store::last_sizes().1);
+            w.on_delete(key, bytes);
+        }
+    }
+
+    /// touch/gat set a live item's expiry.
+    #[inline]
+    pub fn touched(&mut self, key: &[u8], item_bytes: u64, now: Time, exptime: Time) {
+        let (now, exptime) = (self.unix(now), self.unix_exp(exptime));
+        if let Some(w) = &mut self.w {
+            w.on_touch(key, item_bytes, now, exptime);
+        }
+    }
+
+    /// Whether accounting is on (`-o observe=off` turns it off).
+    #[inline]
+    pub fn enabled(&self) -> bool {
+        self.w.is_some()
+    }
+
+    /// `requests` requests took `ns` together.
+    #[inline]
+    pub fn latency(&mut self, ns: u64, requests: u32) {
+        if requests == 0 {
+            return;
+        }
+        if let Some(w) = &mut self.w {
+            let each = ns / requests as u64;
+            for _ in 0..requests {
+                w.record_latency(each);
+            }
+        }
+    }
+
+    /// The worker is about to block.
+    #[inline]
+    pub fn quiesce(&mut self) {
+        if let Some(w) = &mut self.w {
+            w.quiesce();
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! The observability wiring: per-prefix accounting follows the store exactly,
+//! `stats detail`, `stats prefixes|hotkeys|bigkeys`, `stats reset`, and the
+//! same accounting over the meta and binary protocols.
+
+mod common;
+
+use common::{Client, Larder};
+use std::collections::HashMap;
+
+fn map(pairs: Vec<(String, String)>) -> HashMap<String, String> {
+    pairs.into_iter().collect()
+}
+
+fn num(m: &HashMap<String, String>, k: &str) -> i64 {
+    m.get(k).unwrap_or_else(|| panic!("no {k} in {m:?}")).parse().unwrap()
+}
+
+fn set(c: &mut Client, key: &str, value: &str) {
+    c.expect(format!("set {key} 0 0 {}\r\n{value}\r\n", value.len()).as_bytes(), b"STORED\r\n");
+}
+
+#[test]
+fn prefix_bytes_follow_the_store_exactly() {
+    let l = Larder::start(&["-t", "2"]);
+    let mut c = l.connect();
+    let mut c2 = l.connect();
+    set(&mut c, "user:1", "hello");
+    set(&mut c, "user:2", "a much longer value than the first one");
+    set(&mut c2, "user:1", "x"); // replace, other connection (maybe other worker)
+    c2.expect(b"append user:2 0 0 3\r\nabc\r\n", b"STORED\r\n");
+    set(&mut c, "sess:9", &"v".repeat(3000));
+    c.expect(b"delete user:2\r\n", b"DELETED\r\n");
+    c.expect(b"delete user:404\r\n", b"NOT_FOUND\r\n");
+    c.expect(b"ms meta:1 2\r\nhi\r\n", b"HD\r\n");
+    c.expect(b"mg meta:1 v\r\n", b"VA 2\r\nhi\r\n");
+    c.expect(b"md meta:1\r\n", b"HD\r\n");
+    set(&mut c, "plain", "p");
+    c.send(b"get user:1 user:2 sess:9\r\n");
+    assert!(c.line().starts_with("VALUE user:1"));
+    c.line();
+    assert!(c.line().starts_with("VALUE sess:9"));
+    c.exact(3002);
+    assert_eq!(c.line(), "END\r\n");
+
+    let p = map(c.stats("prefixes"));
+    let st = map(c.stats(""));
+    assert_eq!(num(&p, "prefix:user:items"), 1);
+    assert_eq!(num(&p, "prefix:sess:items"), 1);
+    assert_eq!(num(&p, "prefix:meta:items"), 0);
+    assert_eq!(num(&p, "prefix:meta:bytes"), 0);
+    assert_eq!(num(&p, "unprefixed:items"), 1);
+    assert_eq!(num(&p, "prefix:user:gets"), 2);
+    assert_eq!(num(&p, "prefix:user:hits"), 1);
+    assert_eq!(num(&p, "prefix:user:misses"), 1);
+    assert_eq!(num(&p, "prefix:user:deletes"), 1);
+    assert_eq!(num(&p, "prefix:sess:bytes_sent"), 3000);
+    // All rows together are the store's bytes and items.
+    let rows_bytes: i64 = p.iter().filter(|(k, _)| k.ends_with(":bytes")).map(|(_, v)| v.parse::<i64>().unwrap()).sum();
+    let rows_items: i64 = p.iter().filter(|(k, _)| k.ends_with(":items")).map(|(_, v)| v.parse::<i64>().unwrap()).sum();
+    assert_eq!(rows_bytes, num(&st, "bytes"), "{p:?}");
+    assert_eq!(rows_items, num(&st, "curr_items"));
+
+    // Big keys: the 3000-byte item (smaller ones are below bigkeys_min_size).
+    let b = map(c.stats("bigkeys"));
+    assert_eq!(b["bigkey:1:key"], "sess:9");
+    assert_eq!(b["bigkey:1:prefix"], "sess");
+    assert_eq!(num(&b, "bigkeys_tracked"), 1);
+    c.expect(b"delete sess:9\r\n", b"DELETED\r\n");
+    assert_eq!(num(&map(c.stats("bigkeys")), "bigkeys_tracked"), 0);
+
+    // stats reset restarts traffic counters, keeps items/bytes.
+    c.expect(b"stats reset\r\n", b"RESET\r\n");
+    let p = map(c.stats("prefixes"));
+    assert_eq!(num(&p, "prefix:user:gets"), 0);
+    assert_eq!(num(&p, "prefix:user:items"), 1);
+}
+
+#[test]
+fn hot_keys_and_detail() {
+    let l = Larder::start(&["-t", "1", "-o", "hotkeys_sample=1", "-D", "/"]);
+    let mut c = l.connect();
+    assert_eq!(map(c.stats("settings"))["detail_enabled"], "yes");
+    set(&mut c, "a/hot", "v");
+    for _ in 0..50 {
+        c.expect(b"get a/hot\r\n", b"VALUE a/hot 0 1\r\nv\r\nEND\r\n");
+    }
+    c.expect(b"get b/cold\r\n", b"END\r\n");
+    let h = map(c.stats("hotkeys"));
+    assert_eq!(h["hotkey:requests:1:key"], "a/hot");
+    assert_eq!(num(&h, "hotkey:requests:1:count"), 50);
+    c.expect(b"stats detail dump\r\n", b"PREFIX a get 50 hit 50 set 1 del 0\r\nPREFIX b get 1 hit 0 set 0 del 0\r\nEND\r\n");
+    c.expect(b"stats detail off\r\n", b"OK\r\n");
+    assert_eq!(map(c.stats("settings"))["detail_enabled"], "no");
+    c.expect(b"stats detail bogus\r\n", b"CLIENT_ERROR usage: stats detail on|off|dump\r\n");
+}
+
+#[test]
+fn observe_off_still_answers() {
+    let l = Larder::start(&["-t", "1", "-o", "observe=off"]);
+    let mut c = l.connect();
+    set(&mut c, "user:1", "v");
+    let p = map(c.stats("prefixes"));
+    assert_eq!(num(&p, "prefixes_tracked"), 0);
+}
