@@ -15,6 +15,7 @@ mod exec;
 mod grace;
 mod listen;
 mod metaexec;
+mod metrics;
 mod observe;
 mod registry;
 mod report;
@@ -78,6 +79,10 @@ fn run(settings: Settings) -> Result<(), String> {
     };
     let store = larder_store::Store::new(store_config).map_err(|e| format!("larder: {}", e.0))?;
     let bound = listen::bind_all(&settings)?;
+    let metrics_listener = match settings.observe.metrics_port {
+        0 => None,
+        port => Some(metrics::bind(&settings.observe.metrics_addr, port)?),
+    };
     drop_privileges(&settings)?;
     if let Some(pidfile) = &settings.pidfile {
         if settings.daemonize {
@@ -90,6 +95,9 @@ fn run(settings: Settings) -> Result<(), String> {
     let listeners_count = bound.listeners.len() + bound.udp.len();
     let srv = Arc::new(Server::new(settings, store, listeners_count));
     listen::register_listeners(&srv, &bound.listeners, &bound.udp);
+    if let Some(l) = metrics_listener {
+        metrics::spawn(srv.clone(), l)?;
+    }
 
     let mut inboxes = Vec::new();
     let mut threads = Vec::new();

@@ -29,7 +29,7 @@ use std::io::{self, Read, Write};
 use std::sync::Arc;
 
 /// Initial and resting size of each buffer.
-const BUF_SIZE: usize = 16 * 1024;
+pub const BUF_SIZE: usize = 16 * 1024;
 /// Buffers larger than this are shrunk back once empty.
 const SHRINK_ABOVE: usize = 256 * 1024;
 /// Stop executing requests while more than this much output is unsent.

@@ -1,0 +1,109 @@
+//! The admin HTTP listener: Prometheus `GET /metrics` (`-o metrics_port=N`,
+//! bound to `-o metrics_addr`, 127.0.0.1 by default; off by default).
+//!
+//! One thread of its own with blocking std sockets, one scrape at a time:
+//! it is not on the request path and a scrape every few seconds is all it
+//! serves. Each connection gets a 2-second read/write timeout, so a client
+//! that connects and says nothing cannot hold it for long; requests are
+//! bounded by larder-observe's responder (400 past 8 KiB of headers).
+//!
+//! What a scrape shows:
+//! * every numeric general `stats` figure, from the same rendering as the
+//!   text `stats` reply (memcached's names as `larder_<name>` gauges or
+//!   `larder_<name>_total` counters; larder's own `larder_*` figures as
+//!   gauges, except its counters `larder_grace_*`, `larder_allocations`);
+//! * the observer's series: per-prefix (the top prefixes by bytes, the rest
+//!   folded), the request latency histogram, the accounting structures' heap;
+//! * `larder_memory_bytes{category}`: `items` (live item bytes, the store's
+//!   `bytes`), `index` (index tables), `dead` (bytes of dead items not yet
+//!   reclaimed), `connections` (an estimate: curr_connections x the two
+//!   resting per-connection buffers, 2 x 16 KiB; buffers grown for a large
+//!   request are not seen).
+
+use crate::server::Server;
+use larder_observe::prometheus::{respond, write_stats, Exposition, HttpReply, MetricType};
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Bind the listener (before privileges are dropped).
+pub fn bind(addr: &str, port: u16) -> Result<TcpListener, String> {
+    let ip: IpAddr = addr.parse().map_err(|_| format!("larder: bad metrics_addr '{addr}'"))?;
+    TcpListener::bind(SocketAddr::new(ip, port)).map_err(|e| format!("larder: cannot listen for metrics on {addr}:{port}: {e}"))
+}
+
+/// Serve scrapes until the process exits.
+pub fn spawn(srv: Arc<Server>, listener: TcpListener) -> Result<(), String> {
+    std::thread::Builder::new()
+        .name("larder-metrics".into())
+        .spawn(move || {
+            for conn in listener.incoming() {
+                if srv.stopping() {
+                    return;
+                }
+                if let Ok(s) = conn {
+                    serve(&srv, s);
+                }
+            }
+        })
+        .map(|_| ())
+        .map_err(|e| format!("larder: cannot start metrics thread: {e}"))
+}
+
+fn serve(srv: &Server, mut s: TcpStream) {
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let _ = s.set_write_timeout(Some(Duration::from_secs(2)));
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    loop {
+        match respond(&buf, || render(srv)) {
+            HttpReply::Reply(bytes) => {
+                let _ = s.write_all(&bytes);
+                return;
+            }
+            HttpReply::NeedMore => match s.read(&mut chunk) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            },
+        }
+    }
+}
+
+/// The exposition text.
+pub fn render(srv: &Server) -> String {
+    let mut text = Vec::new();
+    crate::report::stats(srv, b"", srv.clock.now(), &mut text);
+    let text = String::from_utf8_lossy(&text);
+    let mut memcached = Vec::new();
+    let mut ours = Vec::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("STAT ") else { continue };
+        let Some((name, value)) = rest.split_once(' ') else { continue };
+        if name.starts_with("larder_") {
+            ours.push((name, value));
+        } else {
+            memcached.push((name, value));
+        }
+    }
+    let mut e = Exposition::new();
+    write_stats(&mut e, &memcached);
+    for (name, value) in ours {
+        let Ok(v) = value.parse::<f64>() else { continue };
+        if name.starts_with("larder_grace_") || name == "larder_allocations" {
+            e.counter(&format!("{name}_total"), "larder stat.", v);
+        } else {
+            e.gauge(name, "larder stat.", v);
+        }
+    }
+    srv.observer.write_prometheus(&mut e);
+    let st = srv.store.stats();
+    let conns = srv.stats.conns.curr_connections.load(std::sync::atomic::Ordering::Relaxed);
+    e.family("larder_memory_bytes", "Memory by category (connections: estimate).", MetricType::Gauge);
+    e.sample("larder_memory_bytes", &[("category", "items")], st.bytes as f64);
+    e.sample("larder_memory_bytes", &[("category", "index")], st.index_bytes as f64);
+    e.sample("larder_memory_bytes", &[("category", "dead")], st.bytes_dead as f64);
+    let per_conn = 2 * crate::session::BUF_SIZE as u64;
+    e.sample("larder_memory_bytes", &[("category", "connections")], (conns * per_conn) as f64);
+    e.finish()
+}
