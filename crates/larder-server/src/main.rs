@@ -1,4 +1,5 @@
-//! `larder`: a memcached-compatible cache server.
+//! `larder`: a memcached-compatible cache server (and, as `larder top`, a
+//! live terminal view of one: larder-observe's `top` client).
 //!
 //! Start-up order matters and follows memcached: parse flags, detach (`-d`)
 //! before any thread exists, raise the descriptor limit for `-c`, bind the
@@ -39,6 +40,12 @@ const EX_USAGE: i32 = 64;
 const EX_OSERR: i32 = 71;
 
 fn main() {
+    // `larder top ...`: the live terminal view of a running server.
+    let mut args = std::env::args().skip(1).peekable();
+    if args.peek().map(String::as_str) == Some("top") {
+        let rest: Vec<String> = args.skip(1).collect();
+        exit(larder_observe::top::run(&rest));
+    }
     let settings = match config::parse_args(std::env::args().skip(1)) {
         Ok(Command::Run(s)) => s,
         Ok(Command::Help) => {
