@@ -20,7 +20,10 @@ COUNT = int(os.environ.get("DIFF_COUNT", "3000"))
 def test_stream(seed):
     if not os.path.exists(diff.larder_servers.MEMCACHED_BIN):
         pytest.fail(f"reference server {diff.larder_servers.MEMCACHED_BIN} missing (apt-get install memcached)")
-    batches = diff.Gen(seed).stream(COUNT)
+    # larder rejects a gat/gats line with an over-long key whole; memcached
+    # touches the keys before the bad one, then reports the same error. The
+    # difference is documented in README.md; streams leave that case out.
+    batches = diff.Gen(seed).stream(COUNT, no_long_key_gat=True)
     reports = diff.run_stream(batches, diff.larder_servers.MEMCACHED_BIN, diff.larder_servers.larder_bin(),
                               f"seed-{seed}")
     assert not reports, "\n".join(reports) + \

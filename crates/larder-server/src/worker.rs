@@ -92,7 +92,10 @@ impl Worker {
 
     pub fn run(mut self) {
         let mut events = Events::with_capacity(1024);
+        // Sessions to run again next turn, and this turn's copy; swapped,
+        // never re-created, so a yielding connection costs no allocation.
         let mut again: Vec<Token> = Vec::new();
+        let mut rerun: Vec<Token> = Vec::new();
         let mut last_sweep = self.srv.clock.now();
         let srv = self.srv.clone();
         let ws = &srv.stats.workers[self.id];
@@ -114,7 +117,7 @@ impl Worker {
             }
             let now = srv.clock.now();
             self.mark = Instant::now();
-            let mut rerun = std::mem::take(&mut again);
+            std::mem::swap(&mut again, &mut rerun);
             for event in events.iter() {
                 let token = event.token();
                 if token == WAKER {
@@ -128,7 +131,7 @@ impl Worker {
                     self.run_session(token, now, &mut again);
                 }
             }
-            for token in rerun {
+            for token in rerun.drain(..) {
                 self.run_session(token, now, &mut again);
             }
             if now != last_sweep {
