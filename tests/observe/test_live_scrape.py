@@ -58,5 +58,7 @@ def test_latency_histogram(families):
     fam = families["larder_request_duration_seconds"]
     assert fam.type == "histogram"
     count = value(fam, "larder_request_duration_seconds_count")
-    assert count >= 6
+    # 6 requests; the last one's time is recorded just after its reply went
+    # out, so a scrape may come before it.
+    assert count >= 5
     assert value(fam, "larder_request_duration_seconds_bucket", le="+Inf") == count

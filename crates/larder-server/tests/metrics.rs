@@ -6,11 +6,12 @@
 
 mod common;
 
-use common::{free_port, Larder};
+use common::{binary, Larder};
 use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 fn http_get(port: u16, path: &str) -> String {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
@@ -18,6 +19,32 @@ fn http_get(port: u16, path: &str) -> String {
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
     out
+}
+
+/// larder with its client port and metrics port distinct (both chosen while
+/// held, so the OS cannot hand out the same one twice).
+fn start_with_metrics(extra: &[&str]) -> (Larder, u16) {
+    let (a, b) = (TcpListener::bind("127.0.0.1:0").unwrap(), TcpListener::bind("127.0.0.1:0").unwrap());
+    let (port, mport) = (a.local_addr().unwrap().port(), b.local_addr().unwrap().port());
+    drop((a, b));
+    let child = Command::new(binary())
+        .args(["-p", &port.to_string(), "-U", "0", "-o", &format!("metrics_port={mport}")])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let l = Larder { child, port };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", mport)).is_err() {
+        assert!(Instant::now() < deadline, "metrics listener did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "larder did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (l, mport)
 }
 
 fn python() -> Option<String> {
@@ -30,9 +57,7 @@ fn python() -> Option<String> {
 
 #[test]
 fn metrics_endpoint_serves_a_parseable_scrape() {
-    let mport = free_port();
-    let mp = format!("metrics_port={mport}");
-    let l = Larder::start(&["-t", "2", "-o", &mp]);
+    let (l, mport) = start_with_metrics(&["-t", "2"]);
     let mut c = l.connect();
     for (k, v) in [("user:1", "a"), ("user:2", "bb"), ("sess:1", "ccc")] {
         c.expect(format!("set {k} 0 0 {}\r\n{v}\r\n", v.len()).as_bytes(), b"STORED\r\n");
