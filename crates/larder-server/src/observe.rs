@@ -37,6 +37,11 @@ impl Obs {
         Obs { w, offset: srv.clock.unix_now() - srv.clock.now() as i64 }
     }
 
+    /// A store time as unix seconds.
+    pub fn unix_time(&self, t: Time) -> u64 {
+        self.unix(t)
+    }
+
     #[inline]
     fn unix(&self, t: Time) -> u64 {
         (t as i64 + self.offset).max(0) as u64

@@ -12,6 +12,12 @@
 //! output passes [`WRITE_HIGH_WATER`], the session stops executing requests
 //! until the output drains, so a slow reader cannot make the server buffer
 //! without bound.
+//!
+//! `lru_crawler metadump` is streamed by the session: one store shard at a
+//! time (under that shard's lock only) is encoded into the write buffer,
+//! which is flushed between shards; past the high-water mark the dump
+//! waits for the client like any other output. Requests pipelined behind
+//! it run after its `END`.
 
 use crate::exec::{execute, triage, After, Step};
 use crate::registry::{ConnInfo, ConnState};
@@ -20,7 +26,7 @@ use crate::server::Server;
 use crate::stats::{bump, WorkerStats};
 use crate::binexec::{self, BinStep};
 use crate::config::Protocol;
-use larder_proto::{binary, parse};
+use larder_proto::{binary, parse, AdminCommand, Request};
 use larder_store::Time;
 use mio::event::Source;
 use mio::net::{TcpStream, UnixStream};
@@ -58,11 +64,24 @@ impl Stream {
         }
     }
 
+    /// Register for reads only; write readiness is asked for only while
+    /// output is pending (see `Worker::sync_interest`): with edge-triggered
+    /// write interest always on, every ACK from the client would wake the
+    /// worker for nothing.
     pub fn register(&mut self, registry: &Registry, token: Token) -> io::Result<()> {
-        let interest = Interest::READABLE | Interest::WRITABLE;
+        let interest = Interest::READABLE;
         match self {
             Stream::Tcp(s) => s.register(registry, token, interest),
             Stream::Unix(s) => s.register(registry, token, interest),
+        }
+    }
+
+    /// Change the readiness this stream is registered for.
+    pub fn reregister(&mut self, registry: &Registry, token: Token, write: bool) -> io::Result<()> {
+        let interest = if write { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
+        match self {
+            Stream::Tcp(s) => s.reregister(registry, token, interest),
+            Stream::Unix(s) => s.reregister(registry, token, interest),
         }
     }
 
@@ -113,6 +132,14 @@ pub struct Session {
     pub last_active: Time,
     /// Requests executed since the worker last took this count (latency).
     pub served: u32,
+    /// An `lru_crawler metadump` in progress.
+    dump: Option<Dump>,
+}
+
+/// Where a metadump is: the next shard to walk, and its prefix filter.
+struct Dump {
+    shard: usize,
+    prefix: Option<Vec<u8>>,
 }
 
 impl Session {
@@ -130,11 +157,17 @@ impl Session {
             wire: Wire::Undecided,
             last_active: now,
             served: 0,
+            dump: None,
         }
     }
 
     pub fn stream_mut(&mut self) -> &mut Stream {
         &mut self.stream
+    }
+
+    /// Replies are waiting for the socket to accept them.
+    pub fn has_pending_output(&self) -> bool {
+        self.wstart < self.wbuf.len()
     }
 
     /// Whether the connection sits between requests (idle-timeout eligible).
@@ -160,7 +193,7 @@ impl Session {
                 return Status::Idle;
             }
             // Execute what is already buffered before reading more.
-            if self.rstart < self.rend || self.swallow > 0 {
+            if self.rstart < self.rend || self.swallow > 0 || self.dump.is_some() {
                 let before = self.rstart;
                 let yielded = self.process(srv, ws, obs, now, &mut allowance);
                 if self.rstart != before {
@@ -170,7 +203,7 @@ impl Session {
                     bump(&ws.conn_yields, 1);
                     return if self.flush(ws) { Status::Again } else { Status::Close };
                 }
-                if self.closing || self.pending_output() > WRITE_HIGH_WATER {
+                if self.closing || self.pending_output() > WRITE_HIGH_WATER || self.dump.is_some() {
                     continue;
                 }
             }
@@ -262,6 +295,12 @@ impl Session {
                     break;
                 }
             }
+            if self.dump.is_some() {
+                if !self.dump_step(srv, obs, now) {
+                    break;
+                }
+                continue;
+            }
             if self.rstart == self.rend || self.pending_output() > WRITE_HIGH_WATER {
                 break;
             }
@@ -312,6 +351,16 @@ impl Session {
                 continue;
             }
             match triage(srv, ws, parse(buf, &srv.limits), now, &mut self.wbuf) {
+                Step::Run(Request::Admin { command: AdminCommand::LruCrawler, args }, consumed)
+                    if args.starts_with(b"metadump") =>
+                {
+                    *allowance -= 1;
+                    self.served += 1;
+                    let words: Vec<&[u8]> = args.split(|&b| b == b' ').filter(|w| !w.is_empty()).skip(1).collect();
+                    let start = metadump_start(srv, &words, self.pending_output() > 0, &mut self.wbuf);
+                    self.dump = start;
+                    self.rstart += consumed;
+                }
                 Step::Run(request, consumed) => {
                     *allowance -= 1;
                     self.served += 1;
@@ -347,6 +396,44 @@ impl Session {
         false
     }
 
+    /// Stream the next shard of a metadump (or its END); false when the
+    /// output must drain first.
+    fn dump_step(&mut self, srv: &Server, obs: &Obs, now: Time) -> bool {
+        let Some(d) = &mut self.dump else { return true };
+        if self.wbuf.len() - self.wstart > WRITE_HIGH_WATER {
+            return false;
+        }
+        if d.shard >= srv.store.shard_count() {
+            larder_observe::metadump::write_end(&mut self.wbuf);
+            self.dump = None;
+            return true;
+        }
+        let delimiter = srv.settings.prefix_delimiter;
+        let out = &mut self.wbuf;
+        let prefix = d.prefix.as_deref();
+        srv.store.for_each_item_in_shard(d.shard, now, |key, it| {
+            if let Some(p) = prefix {
+                if larder_observe::key_prefix(key, delimiter) != Some(p) {
+                    return;
+                }
+            }
+            larder_observe::metadump::write_line(
+                out,
+                &larder_observe::metadump::MetadumpItem {
+                    key,
+                    exptime: (it.exptime != 0).then(|| obs.unix_time(it.exptime)),
+                    last_access: obs.unix_time(it.last_access),
+                    cas: if srv.settings.cas_enabled { it.cas } else { 0 },
+                    fetched: it.fetched,
+                    class: 1,
+                    size: it.size,
+                },
+            );
+        });
+        d.shard += 1;
+        true
+    }
+
     /// Write pending output; false if the connection is broken.
     fn flush(&mut self, ws: &WorkerStats) -> bool {
         while self.wstart < self.wbuf.len() {
@@ -379,4 +466,25 @@ impl Session {
             self.wbuf = Vec::with_capacity(BUF_SIZE);
         }
     }
+}
+
+/// Answer `lru_crawler metadump <args>` as memcached does, or start a dump.
+fn metadump_start(srv: &Server, words: &[&[u8]], pipelined: bool, out: &mut Vec<u8>) -> Option<Dump> {
+    let Some(args) = larder_observe::metadump::MetadumpArgs::parse(words) else {
+        out.extend_from_slice(larder_proto::reply::ERROR);
+        return None;
+    };
+    if !srv.settings.lru_crawler {
+        larder_proto::reply::line(out, "CLIENT_ERROR lru crawler disabled");
+        return None;
+    }
+    if !srv.settings.dump_enabled {
+        larder_proto::reply::line(out, "ERROR metadump not allowed");
+        return None;
+    }
+    if pipelined {
+        larder_proto::reply::line(out, "ERROR cannot pipeline other commands before metadump");
+        return None;
+    }
+    Some(Dump { shard: 0, prefix: args.prefix.map(<[u8]>::to_vec) })
 }
