@@ -23,7 +23,9 @@
 //! Workloads: the cache2k traces ([`trace`]) replayed at capacities of
 //! unique keys ÷ 4 and ÷ 10, and a synthetic hot-Zipf-plus-scan workload
 //! ([`workload`]) whose hot-set hit ratio shows scan resistance. The
-//! `larder-sim` binary prints a table and writes JSON ([`report`]).
+//! `larder-sim` binary prints a table and writes JSON ([`report`]); with
+//! `--store` it also replays the traces through the real `larder_store::Store`
+//! at a memory limit ([`store`]).
 
 pub mod basic;
 pub mod ghost;
@@ -35,6 +37,7 @@ pub mod s3fifo;
 pub mod segcache;
 pub mod sharded;
 pub mod sketch;
+pub mod store;
 pub mod tinylfu;
 pub mod trace;
 pub mod util;

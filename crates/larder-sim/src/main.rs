@@ -3,12 +3,16 @@
 //! markdown table of miss ratios and writes the same figures as JSON.
 //!
 //! ```text
-//! larder-sim [--traces DIR] [--segments N] [--json PATH] [--only NAME] [--no-scan] [--cap-scale F]
+//! larder-sim [--traces DIR] [--segments N] [--json PATH] [--only NAME] [--no-scan] [--cap-scale F] [--store]
 //! ```
 //!
 //! `--segments N` (default 64): the segment policies get segments of
 //! capacity ÷ N items, i.e. N segments — the store's own minimum count, so
 //! these are the coarsest segments larder runs with.
+//!
+//! `--store`: also replay each trace through the real `larder_store::Store`
+//! with 4000-byte values at `-m` = working set ÷ 4 and ÷ 10 (larder-bench's
+//! sizing), reported as policy `larder-store -m` (capacity column: MiB).
 //!
 //! `--cap-scale F` (default 1): multiply the trace capacities by F, to see
 //! what a given advantage in items per byte is worth in miss ratio.
@@ -25,6 +29,7 @@ struct Args {
     only: Option<String>,
     scan: bool,
     scale: f64,
+    store: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -35,6 +40,7 @@ fn parse_args() -> Result<Args, String> {
         only: None,
         scan: true,
         scale: 1.0,
+        store: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -45,9 +51,10 @@ fn parse_args() -> Result<Args, String> {
             "--json" => a.json = val()?.into(),
             "--only" => a.only = Some(val()?),
             "--no-scan" => a.scan = false,
+            "--store" => a.store = true,
             "--cap-scale" => a.scale = val()?.parse().map_err(|e| format!("--cap-scale: {e}"))?,
             "-h" | "--help" => {
-                println!("larder-sim [--traces DIR] [--segments N] [--json PATH] [--only NAME] [--no-scan] [--cap-scale F]");
+                println!("larder-sim [--traces DIR] [--segments N] [--json PATH] [--only NAME] [--no-scan] [--cap-scale F] [--store]");
                 std::process::exit(0);
             }
             f => return Err(format!("unknown flag {f}")),
@@ -114,6 +121,21 @@ fn main() {
                 miss_ratio: t.unique as f64 / t.keys.len() as f64,
                 copies_per_request: 0.0,
             });
+            if args.store {
+                let limit = larder_sim::store::memory_limit(t.unique, 4000, div);
+                let c = larder_sim::store::replay(&t.keys, limit, 4000);
+                eprintln!("{} ÷{div}: larder-store -m {} MiB: miss ratio {:.4}", t.name, limit >> 20, c.miss_ratio());
+                rows.push(Row {
+                    workload: t.name.clone(),
+                    capacity_label: format!("÷{div}"),
+                    capacity: cap,
+                    seg_items: seg,
+                    policy: "larder-store at -m (4000 B values)".into(),
+                    requests: t.keys.len() as u64,
+                    miss_ratio: c.miss_ratio(),
+                    copies_per_request: 0.0,
+                });
+            }
         }
     }
     if args.scan {
