@@ -57,6 +57,8 @@ pub struct Worker {
     poll: Poll,
     inbox: Arc<Inbox>,
     sessions: Vec<Option<Session>>,
+    /// Per slot: registered for write readiness too.
+    writable: Vec<bool>,
     free: Vec<usize>,
     udp: Vec<UdpHandler>,
     obs: Obs,
@@ -82,6 +84,7 @@ impl Worker {
             poll,
             inbox: inbox.clone(),
             sessions: Vec::new(),
+            writable: Vec::new(),
             free: Vec::new(),
             udp,
             obs,
@@ -121,7 +124,7 @@ impl Worker {
             for event in events.iter() {
                 let token = event.token();
                 if token == WAKER {
-                    self.adopt_new(now);
+                    self.adopt_new(now, &mut again);
                 } else if token.0 >= UDP_BASE {
                     if let Some(h) = self.udp.get_mut(token.0 - UDP_BASE) {
                         h.on_readable(&srv, ws, &mut self.obs, now);
@@ -158,11 +161,30 @@ impl Worker {
         match status {
             Status::Idle => {}
             Status::Again => again.push(token),
-            Status::Close => self.close(token.0),
+            Status::Close => return self.close(token.0),
+        }
+        if self.sync_interest(token.0).is_err() {
+            self.close(token.0);
         }
     }
 
-    fn adopt_new(&mut self, now: u32) {
+    /// Ask for write readiness exactly while a session has output the
+    /// socket did not take (one epoll_ctl when that changes, which only
+    /// happens to clients that read slowly).
+    fn sync_interest(&mut self, slot: usize) -> std::io::Result<()> {
+        let Some(Some(session)) = self.sessions.get_mut(slot) else { return Ok(()) };
+        let want = session.has_pending_output();
+        if self.writable.len() <= slot {
+            self.writable.resize(slot + 1, false);
+        }
+        if self.writable[slot] != want {
+            session.stream_mut().reregister(self.poll.registry(), Token(slot), want)?;
+            self.writable[slot] = want;
+        }
+        Ok(())
+    }
+
+    fn adopt_new(&mut self, now: u32, again: &mut Vec<Token>) {
         let conns = std::mem::take(&mut *self.inbox.queue.lock().unwrap());
         for conn in conns {
             let slot = match self.free.pop() {
@@ -180,12 +202,13 @@ impl Worker {
                 continue;
             }
             self.sessions[slot] = Some(session);
-            // Data may already be waiting (edge-triggered: no event for it).
-            let mut again = Vec::new();
-            self.run_session(Token(slot), now, &mut again);
-            for t in again {
-                self.run_session(t, now, &mut Vec::new());
+            if let Some(w) = self.writable.get_mut(slot) {
+                *w = false;
             }
+            // Data may already be waiting (edge-triggered: no event will
+            // say so). A session that yields goes on the worker's re-run list
+            // like any other.
+            self.run_session(Token(slot), now, again);
         }
     }
 

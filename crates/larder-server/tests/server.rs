@@ -101,9 +101,13 @@ fn connection_limit_rejects_with_memcacheds_error() {
     third.read_to_end(&mut got).unwrap();
     assert_eq!(got, b"ERROR Too many open connections\r\n");
     assert_eq!(a.stat("rejected_connections"), 1);
-    // A freed slot is usable again.
+    // A freed slot is usable again, once the server has seen the close.
     drop(b);
-    std::thread::sleep(Duration::from_millis(200));
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while a.stat("curr_connections") > 1 {
+        assert!(std::time::Instant::now() < deadline, "closed connection still counted");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let mut d = l.connect();
     d.expect(b"version\r\n", b"VERSION 1.6.18\r\n");
 }
