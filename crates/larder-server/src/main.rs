@@ -102,6 +102,7 @@ fn run(settings: Settings) -> Result<(), String> {
     let listeners_count = bound.listeners.len() + bound.udp.len();
     let srv = Arc::new(Server::new(settings, store, listeners_count));
     listen::register_listeners(&srv, &bound.listeners, &bound.udp);
+    observe::install_departure_hook(&srv);
     if let Some(l) = metrics_listener {
         metrics::spawn(srv.clone(), l)?;
     }

@@ -10,6 +10,13 @@
 //! * Times: the observer wants unix seconds; the server runs on relative
 //!   [`Time`]. The offset between the two is fixed at worker start
 //!   (`debugtime` shifts both alike).
+//! * Items that leave the store on their own (evicted, expired, flushed)
+//!   are reported by the store's departure hook ([`install_departure_hook`]),
+//!   which runs inside the store call of whichever worker caused it. So the
+//!   worker's `ObserverWorker` lives in a thread-local of the worker thread
+//!   ([`Obs::attach`]), reachable both from the executors (through [`Obs`])
+//!   and from the hook. A store call on a thread without one (none today:
+//!   only workers modify the store) would go unreported.
 //! * `-o observe=off` leaves the worker without an `ObserverWorker`: every
 //!   call is then a single predictable branch (used to measure what the
 //!   accounting costs).
@@ -23,18 +30,66 @@
 
 use crate::server::Server;
 use larder_observe::observer::ObserverWorker;
-use larder_store::Time;
+use larder_store::{Departure, Time};
+use std::cell::RefCell;
+use std::sync::Arc;
+
+std::thread_local! {
+    /// This worker thread's half of the observer.
+    static WORKER: RefCell<Option<ObserverWorker>> = const { RefCell::new(None) };
+}
+
+/// Run `f` on this thread's `ObserverWorker`, if it has one (and it is not
+/// already in use further up this thread's stack).
+#[inline]
+fn with_worker(f: impl FnOnce(&mut ObserverWorker)) {
+    WORKER.with(|w| {
+        if let Ok(mut g) = w.try_borrow_mut() {
+            if let Some(w) = g.as_mut() {
+                f(w);
+            }
+        }
+    });
+}
+
+/// Report the store's evictions, expiries and flushes to the worker whose
+/// store call caused them.
+pub fn install_departure_hook(srv: &Server) {
+    if !srv.settings.observe.enabled {
+        return;
+    }
+    srv.store.set_departure_hook(Some(Arc::new(|key: &[u8], bytes: u64, why: Departure| {
+        with_worker(|w| match why {
+            Departure::Evicted => w.on_evict(key, bytes),
+            Departure::Expired | Departure::Flushed => w.on_expire(key, bytes),
+        })
+    })));
+}
 
 pub struct Obs {
-    w: Option<ObserverWorker>,
+    on: bool,
     /// unix seconds = relative time + offset.
     offset: i64,
 }
 
 impl Obs {
     pub fn new(srv: &Server) -> Obs {
-        let w = srv.settings.observe.enabled.then(|| srv.observer.worker());
-        Obs { w, offset: srv.clock.unix_now() - srv.clock.now() as i64 }
+        Obs { on: srv.settings.observe.enabled, offset: srv.clock.unix_now() - srv.clock.now() as i64 }
+    }
+
+    /// Give the calling (worker) thread its `ObserverWorker`.
+    pub fn attach(&self, srv: &Server) {
+        if self.on {
+            let w = srv.observer.worker();
+            WORKER.with(|c| *c.borrow_mut() = Some(w));
+        }
+    }
+
+    #[inline]
+    fn with(&self, f: impl FnOnce(&mut ObserverWorker)) {
+        if self.on {
+            with_worker(f);
+        }
     }
 
     /// A store time as unix seconds.
@@ -60,19 +115,17 @@ impl Obs {
     #[inline]
     pub fn get(&mut self, key: &[u8], hit: Option<usize>, now: Time) {
         let now = self.unix(now);
-        if let Some(w) = &mut self.w {
-            w.on_get(key, hit.is_some(), hit.unwrap_or(0) as u64, now);
-        }
+        self.with(|w| w.on_get(key, hit.is_some(), hit.unwrap_or(0) as u64, now));
     }
 
     /// A storage command stored `key` (right after the store call).
     #[inline]
     pub fn stored(&mut self, key: &[u8], now: Time, exptime: Time) {
         let (now, exptime) = (self.unix(now), self.unix_exp(exptime));
-        if let Some(w) = &mut self.w {
+        self.with(|w| {
             let (new, old) = larder_store::last_sizes();
             w.on_set(key, new, (old != 0).then_some(old), now, exptime);
-        }
+        });
     }
 
     /// An item of `item_bytes` was created without a storage command
@@ -80,43 +133,36 @@ impl Obs {
     #[inline]
     pub fn created(&mut self, key: &[u8], item_bytes: u64, now: Time, exptime: Time) {
         let (now, exptime) = (self.unix(now), self.unix_exp(exptime));
-        if let Some(w) = &mut self.w {
+        self.with(|w| {
             w.prefixes.on_set(key, item_bytes, None);
             w.on_touch(key, item_bytes, now, exptime);
-        }
+        });
     }
 
     /// A storage command stored nothing.
     #[inline]
     pub fn set_failed(&mut self, key: &[u8]) {
-        if let Some(w) = &mut self.w {
-            w.on_set_failed(key);
-        }
+        self.with(|w| w.on_set_failed(key));
     }
 
     /// A delete (right after the store call): `removed` whether it removed
     /// an item.
     #[inline]
     pub fn deleted(&mut self, key: &[u8], removed: bool) {
-        if let Some(w) = &mut self.w {
-            let bytes = removed.then(|| larder_store::last_sizes().1);
-            w.on_delete(key, bytes);
-        }
+        self.with(|w| w.on_delete(key, removed.then(|| larder_store::last_sizes().1)));
     }
 
     /// touch/gat set a live item's expiry.
     #[inline]
     pub fn touched(&mut self, key: &[u8], item_bytes: u64, now: Time, exptime: Time) {
         let (now, exptime) = (self.unix(now), self.unix_exp(exptime));
-        if let Some(w) = &mut self.w {
-            w.on_touch(key, item_bytes, now, exptime);
-        }
+        self.with(|w| w.on_touch(key, item_bytes, now, exptime));
     }
 
     /// Whether accounting is on (`-o observe=off` turns it off).
     #[inline]
     pub fn enabled(&self) -> bool {
-        self.w.is_some()
+        self.on
     }
 
     /// `requests` requests took `ns` together.
@@ -125,19 +171,17 @@ impl Obs {
         if requests == 0 {
             return;
         }
-        if let Some(w) = &mut self.w {
-            let each = ns / requests as u64;
+        let each = ns / requests as u64;
+        self.with(|w| {
             for _ in 0..requests {
                 w.record_latency(each);
             }
-        }
+        });
     }
 
     /// The worker is about to block.
     #[inline]
     pub fn quiesce(&mut self) {
-        if let Some(w) = &mut self.w {
-            w.quiesce();
-        }
+        self.with(|w| w.quiesce());
     }
 }

@@ -94,6 +94,7 @@ impl Worker {
     }
 
     pub fn run(mut self) {
+        self.obs.attach(&self.srv);
         let mut events = Events::with_capacity(1024);
         // Sessions to run again next turn, and this turn's copy; swapped,
         // never re-created, so a yielding connection costs no allocation.

@@ -102,3 +102,38 @@ fn observe_off_still_answers() {
     let p = map(c.stats("prefixes"));
     assert_eq!(num(&p, "prefixes_tracked"), 0);
 }
+
+#[test]
+fn evictions_and_expiry_leave_the_prefix_rows_exact() {
+    // 8 MiB: the 20 MiB written below forces evictions.
+    let l = Larder::start(&["-t", "2", "-m", "8", "-o", "bigkeys_min_size=1000"]);
+    let mut c = l.connect();
+    let value = "x".repeat(2000);
+    let mut req = Vec::new();
+    for i in 0..10_000 {
+        req.extend_from_slice(format!("set fill:{i} 0 0 {}\r\n{value}\r\n", value.len()).as_bytes());
+    }
+    c.send(&req);
+    for _ in 0..10_000 {
+        assert_eq!(c.line(), "STORED\r\n");
+    }
+    c.expect(b"set short:1 0 1 1\r\nv\r\n", b"STORED\r\n");
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    c.expect(b"get short:1\r\n", b"END\r\n"); // expired: reclaimed by the lookup
+    let st = map(c.stats(""));
+    assert!(num(&st, "evictions") > 0);
+    let p = map(c.stats("prefixes"));
+    assert!(num(&p, "prefix:fill:evictions") > 0);
+    assert_eq!(num(&p, "prefix:fill:evictions"), num(&st, "evictions"));
+    assert_eq!(num(&p, "prefix:short:expired"), 1);
+    assert_eq!(num(&p, "prefix:short:items"), 0);
+    assert_eq!(num(&p, "prefix:fill:items"), num(&st, "curr_items"));
+    assert_eq!(num(&p, "prefix:fill:bytes"), num(&st, "bytes"));
+    // Every listed big key is still stored.
+    let b = map(c.stats("bigkeys"));
+    for rank in 1..=num(&b, "bigkeys_tracked") {
+        let key = &b[&format!("bigkey:{rank}:key")];
+        c.send(format!("mg {key}\r\n").as_bytes());
+        assert_eq!(c.line(), "HD\r\n", "{key} listed but gone");
+    }
+}

@@ -9,10 +9,43 @@
 //!   every live item of one shard with its metadata, under that shard's lock
 //!   only (the server's `lru_crawler metadump` walks the shards one by one).
 //!
+//! * [`Store::set_departure_hook`](crate::Store::set_departure_hook): a
+//!   callback for every item that leaves the store without a client asking
+//!   (eviction, expiry found by a lookup or reclaimed with its segment,
+//!   flush), with its key and the bytes it was charged. It runs under the
+//!   shard's lock, on the thread whose store call caused it; it must be
+//!   quick and must not call the store. Deletes and replacements are not
+//!   reported (the caller knows them: [`last_sizes`]).
+//!
 //! Kept in its own file so the eviction work in `evict.rs`/`shard.rs`/
 //! `segment.rs` and this module do not touch the same lines.
 
 use std::cell::Cell;
+use std::sync::Arc;
+
+/// Why an item left the store on its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Departure {
+    Evicted,
+    Expired,
+    Flushed,
+}
+
+/// `(key, item bytes, why)`: see [`Store::set_departure_hook`](crate::Store::set_departure_hook).
+pub type DepartureHook = Arc<dyn Fn(&[u8], u64, Departure) + Send + Sync>;
+
+/// Called from `Shard::account_dead`.
+#[inline]
+pub(crate) fn report(hook: &DepartureHook, key: &[u8], size: usize, why: crate::shard::Why) {
+    use crate::shard::Why;
+    let d = match why {
+        Why::Evicted => Departure::Evicted,
+        Why::Expired => Departure::Expired,
+        Why::Flushed => Departure::Flushed,
+        Why::Replaced | Why::Deleted => return,
+    };
+    hook(key, size as u64, d);
+}
 
 std::thread_local! {
     /// (bytes of the item written, bytes of the item removed or replaced);
@@ -57,6 +90,14 @@ pub struct DumpItem {
 }
 
 impl crate::Store {
+    /// Install (or remove) the hook told about every item that leaves the
+    /// store without a client asking: see the module docs.
+    pub fn set_departure_hook(&self, hook: Option<DepartureHook>) {
+        for s in self.shards.iter() {
+            s.0.lock().unwrap_or_else(|e| e.into_inner()).departed = hook.clone();
+        }
+    }
+
     /// Number of shards ([`for_each_item_in_shard`](Self::for_each_item_in_shard) takes 0..this).
     pub fn shard_count(&self) -> usize {
         self.shards.len()
@@ -113,7 +154,41 @@ impl crate::Store {
 
 #[cfg(test)]
 mod tests {
-    use crate::{Config, Mode, Store};
+    use crate::{Config, Departure, Mode, Store};
+    use std::sync::{Arc, Mutex};
+
+    #[test]
+    fn departures_are_reported_with_their_size() {
+        let s = Store::new(Config { memory_limit: 4 << 20, segment_size: 64 << 10, ..Config::default() }).unwrap();
+        let seen: Arc<Mutex<Vec<(Vec<u8>, u64, Departure)>>> = Arc::default();
+        let log = seen.clone();
+        s.set_departure_hook(Some(Arc::new(move |k: &[u8], b, d| log.lock().unwrap().push((k.to_vec(), b, d)))));
+        s.store(Mode::Set, b"exp", 0, 5, b"v", 1);
+        s.store(Mode::Set, b"del", 0, 0, b"v", 1);
+        s.delete(b"del", 1);
+        s.store(Mode::Set, b"exp2", 0, 0, b"v", 1);
+        s.store(Mode::Set, b"exp2", 0, 0, b"vv", 1); // replaced: not reported
+        assert!(matches!(s.get(b"exp", 6, |_| ()), crate::Lookup::Expired));
+        assert_eq!(*seen.lock().unwrap(), vec![(b"exp".to_vec(), super::item_bytes(3, 1, 0), Departure::Expired)]);
+        seen.lock().unwrap().clear();
+        // Fill far past the limit: evictions, each reported once, and the
+        // store's bytes = stored - departed.
+        let mut stored = 0u64;
+        for i in 0..20_000 {
+            let k = format!("key:{i}");
+            if let crate::StoreResult::Stored(_) = s.store(Mode::Set, k.as_bytes(), 0, 0, &[b'x'; 500], 6) {
+                stored += crate::last_sizes().0;
+            }
+        }
+        let seen = seen.lock().unwrap();
+        assert!(seen.iter().any(|x| x.2 == Departure::Evicted));
+        let departed: u64 = seen.iter().map(|x| x.1).sum();
+        let live = s.stats().bytes;
+        // exp2 was stored before the loop (if it was evicted since, its
+        // departure is in `departed`).
+        let exp2 = super::item_bytes(4, 2, 0);
+        assert_eq!(live, stored + exp2 - departed);
+    }
 
     #[test]
     fn walks_every_live_item_once() {

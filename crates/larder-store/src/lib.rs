@@ -103,7 +103,7 @@ mod shard;
 
 pub use conditional::{ArithOutcome, DeleteOutcome};
 pub use meta::{MetaGet, MetaItem};
-pub use dump::{item_bytes, last_sizes, DumpItem};
+pub use dump::{item_bytes, last_sizes, Departure, DepartureHook, DumpItem};
 use evict::{EvictionPolicy, Fifo, Want};
 use hash::KeyHasher;
 use index::{Index, Loc, MAX_SEGMENT_SIZE};

@@ -97,6 +97,8 @@ pub(crate) struct Shard {
     hasher: KeyHasher,
     /// What other shards read without the lock, for victim choice.
     published: Arc<Published>,
+    /// Observability hook for items leaving without a client asking (dump.rs).
+    pub departed: Option<crate::dump::DepartureHook>,
 }
 
 impl Shard {
@@ -113,6 +115,7 @@ impl Shard {
             st: Counters::default(),
             hasher,
             published,
+            departed: None,
         }
     }
 
@@ -237,6 +240,9 @@ impl Shard {
     fn account_dead(&mut self, loc: Loc, why: Why) {
         let h = self.header(loc);
         let size = h.total();
+        if let Some(hook) = &self.departed {
+            crate::dump::report(hook, self.key_at(loc), size, why); // observability (dump.rs)
+        }
         let seg = self.segs.get_mut(loc.seg);
         seg.live_bytes -= size;
         seg.live_items -= 1;
