@@ -142,6 +142,8 @@ pub struct Outcome {
     pub backend_calls: u64,
     /// Backend calls in each refresh round, in order.
     pub rounds: Vec<usize>,
+    /// Start of every backend call, seconds since the backend was created (sorted).
+    pub call_times: Vec<f64>,
     pub reads: u64,
     pub retries: u64,
     pub errors: u64,
@@ -199,8 +201,23 @@ impl Outcome {
         Self::ms(&self.hit_latency, 0.99)
     }
 
+    /// The call times of the rounds with more than one call (diagnostics, at most 5 rounds).
+    pub fn crowded_rounds(&self) -> String {
+        let mut out = Vec::new();
+        let mut i = 0;
+        for &n in &self.rounds {
+            if n > 1 && out.len() < 5 {
+                let t: Vec<String> = self.call_times[i..i + n].iter().map(|t| format!("{t:.3}")).collect();
+                out.push(format!("[{}]", t.join(" ")));
+            }
+            i += n;
+        }
+        out.join(" ")
+    }
+
     pub fn to_text(&self) -> String {
-        format!(
+        let crowded = if self.max_round() > 1 { format!("; crowded rounds at s {}", self.crowded_rounds()) } else { String::new() };
+        let text = format!(
             "{} x{} ({:.1} s): {} backend calls in {} rounds ({:.2}/round, max {}), reads {}, retries {}, p50 {:.2} ms p99 {:.2} ms p99.9 {:.2} ms max {:.1} ms, {} reads >= 50 ms (hit p99 {:.2} ms), errors {}{}; server cpu {:.0}%, other processes {:.0}% of a core",
             self.mode.name(),
             self.clients,
@@ -221,7 +238,8 @@ impl Outcome {
             self.first_error.as_ref().map(|e| format!(" (first: {e})")).unwrap_or_default(),
             self.server_cpu,
             self.other_cpu
-        )
+        );
+        text + &crowded
     }
 }
 
@@ -610,6 +628,7 @@ pub fn run_clients(addr: SocketAddr, mode: Mode, cfg: &Config) -> Result<Outcome
         elapsed,
         backend_calls: call_times.len() as u64,
         rounds: rounds(&call_times, window),
+        call_times,
         reads: tot.reads,
         retries: tot.retries,
         errors: tot.errors,
