@@ -18,7 +18,9 @@
 //! - `R2` on a 2-second TTL: server clocks tick in whole seconds and `R` wins when the TTL
 //!   left is *below* the threshold, so `R1` could only fire once the item is already expired;
 //!   with `R2` the refresh is handed out at the first read after one clock tick, i.e. about
-//!   every second, before any reader sees a miss. The `W` winner recomputes synchronously
+//!   every second, before any reader sees a miss. The price: the winner has only until the
+//!   next clock tick (at most 1 s) to store the new value; a winner held up longer lets the
+//!   item expire and the `N` path hands out a second `W` (two backend calls). The `W` winner recomputes synchronously
 //!   (it gets the old value but, like meta-memcache's recache path, treats the win as a miss),
 //!   so its read costs 200 ms like every other mode's winner. `N5` is the lease: if the key
 //!   does expire, the vivified placeholder lives 5 s (the same as grace mode's default
