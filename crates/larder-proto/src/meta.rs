@@ -12,6 +12,8 @@
 //!   `vv`, or `O1` and `O2`, clash. Every command accepts every known flag
 //!   letter (`b N T R l O P L k s t c f v h u q F C M J D I`) and ignores the
 //!   ones it has no use for; any other letter is `CLIENT_ERROR invalid flag`.
+//!   One extension: `E<cas>` (explicit CAS for the item written), which
+//!   memcached added after 1.6.18, is accepted.
 //! * Errors are always sent, even under `q`; `q` only hides some nominal
 //!   replies (see [`suppressed`]).
 //! * `b`: the key is base64 (memcached's lenient decoder: bytes outside the
@@ -139,6 +141,8 @@ pub struct MetaFlags<'a> {
     pub client_flags: u32,
     /// `C<cas>`: compare CAS.
     pub cas: Option<u64>,
+    /// `E<cas>`: the CAS to give an item this request writes.
+    pub new_cas: Option<u64>,
     /// `M<mode>`: the mode byte (validated for `ms`/`ma` by the parser).
     pub mode: Option<u8>,
     /// `J<initial>`: `ma` initial value on autovivify (default 0).
@@ -169,6 +173,7 @@ impl<'a> MetaFlags<'a> {
             recache_ttl: None,
             client_flags: 0,
             cas: None,
+            new_cas: None,
             mode: None,
             initial: 0,
             delta: 1,
@@ -592,6 +597,13 @@ fn preparse<'a>(
             },
             b'C' => match safe_u64(arg) {
                 Some(v) => f.cas = Some(v),
+                None => failed = Some(BAD_TOKEN),
+            },
+            // `E<cas>`: the CAS a write gives the item. Newer memcached
+            // releases have it; 1.6.18 answers `invalid flag`. larder
+            // accepts it (the one flag where it follows the newer protocol).
+            b'E' => match safe_u64(arg) {
+                Some(v) => f.new_cas = Some(v),
                 None => failed = Some(BAD_TOKEN),
             },
             b'M' => {

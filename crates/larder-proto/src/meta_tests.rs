@@ -125,7 +125,8 @@ fn typed_flags() {
         );
         assert_eq!(r.key_binary(), letter == b'b');
     }
-    for &letter in b"ABEGHKQSUVWXYZadegijmnoprwxyz0!~" {
+    // `E` is valid in larder (explicit CAS; memcached after 1.6.18).
+    for &letter in b"ABGHKQSUVWXYZadegijmnoprwxyz0!~" {
         let line = [&b"mg k "[..], &[letter], b"\r\n"].concat();
         assert_eq!(e(&line), INVALID_FLAG, "{}", letter as char);
     }
@@ -816,6 +817,9 @@ fn replay(v: &Vector) -> Vec<u8> {
 fn recorded_vectors() {
     let mut failures = Vec::new();
     for v in recorded::VECTORS {
+        if uses_e_flag(&v.request.bytes()) {
+            continue; // 1.6.18 refuses `E`; larder accepts it (see meta.rs)
+        }
         let got = match std::panic::catch_unwind(|| replay(v)) {
             Ok(got) => got,
             Err(_) => {
@@ -1082,6 +1086,9 @@ fn error_lines(stream: &[u8]) -> Vec<u8> {
 fn recorded_random_requests_error_alike() {
     let mut failures = Vec::new();
     for &(input, errors) in recorded_parse::PARSE_VECTORS {
+        if uses_e_flag(input) {
+            continue; // 1.6.18 refuses `E`; larder accepts it (see meta.rs)
+        }
         let got = error_lines(input);
         if got != errors {
             failures.push(format!(
@@ -1099,4 +1106,21 @@ fn recorded_random_requests_error_alike() {
         recorded_parse::PARSE_VECTORS.len(),
         failures.join("\n")
     );
+}
+
+/// Whether a meta request line carries an `E` flag token: the one flag where
+/// larder follows memcached releases newer than the 1.6.18 these vectors were
+/// recorded from.
+fn uses_e_flag(request: &[u8]) -> bool {
+    let line = request.split(|&b| b == b'\n').next().unwrap_or(b"");
+    let mut words = line.split(|&b| b == b' ' || b == b'\r').filter(|w| !w.is_empty());
+    matches!(words.next(), Some(b"mg" | b"ms" | b"md" | b"ma")) && words.skip(1).any(|w| w[0] == b'E')
+}
+
+#[test]
+fn e_flag_sets_the_new_cas() {
+    let r = mreq(b"ms k 1 E12345 c\r\nx\r\n");
+    assert_eq!(r.flags.new_cas, Some(12345));
+    assert_eq!(e(b"mg k Ex\r\n"), BAD_TOKEN);
+    assert_eq!(e(b"mg k E1 E2\r\n"), DUPLICATE_FLAG);
 }

@@ -2,7 +2,7 @@
 //!
 //! Parsing and reply encoding live in `larder_proto::meta`; the store
 //! decides winners, staleness and CAS under its shard lock
-//! (`Store::meta_get`, `invalidate`, `meta_store`, `arith_if`). This module
+//! (`Store::meta_get`, `invalidate`, `meta_store`, `arith_meta`). This module
 //! maps one onto the other and keeps the counters.
 
 use crate::observe::Obs;
@@ -10,7 +10,7 @@ use crate::server::Server;
 use crate::stats::{bump, WorkerStats};
 use larder_proto::meta::{self, MaItem, MaOutcome, MeItem, MetaCommand, MetaRequest, MetaStatus, MgItem};
 use larder_proto::{reply, StoreCommand};
-use larder_store::{ArithOutcome, DeleteOutcome, Lookup, MetaGet, Mode, StoreResult, Time};
+use larder_store::{ArithOutcome, DeleteOutcome, Lookup, MetaGet, Mode, StoreResult, Time, WriteOptions};
 
 pub fn execute(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: &MetaRequest<'_>, now: Time, out: &mut Vec<u8>) {
     bump(&ws.cmd_meta, 1);
@@ -37,6 +37,7 @@ fn get(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: &MetaRequest<'_>, now
         vivify: f.vivify_ttl.map(|t| srv.clock.expiry(t as i64)),
         recache_before: f.recache_ttl.map(|t| srv.clock.expiry(t as i64)),
         key_binary: req.key_binary(),
+        new_cas: f.new_cas,
     };
     bump(&ws.cmd_get, 1);
     if opts.touch.is_some() {
@@ -116,7 +117,12 @@ fn set(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: &MetaRequest<'_>, now
     };
     let key = req.key();
     let result =
-        srv.store.meta_store(mode, key, f.client_flags, exptime, req.data, now, cas, invalidate, req.key_binary());
+        srv.store.meta_store(mode, key, f.client_flags, exptime, req.data, now, &WriteOptions {
+            cas,
+            stale_if_older: invalidate,
+            key_binary: req.key_binary(),
+            new_cas: f.new_cas,
+        });
     bump(&ws.cmd_set, 1);
     if let StoreResult::Stored(_) = result {
         obs.stored(key, now, exptime);
@@ -159,7 +165,7 @@ fn delete(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: &MetaRequest<'_>, 
     let key = req.key();
     let invalidate = f.has(b'I');
     let outcome = if invalidate {
-        srv.store.invalidate(key, now, f.cas, f.ttl.map(|t| srv.clock.expiry(t as i64)))
+        srv.store.invalidate(key, now, f.cas, f.ttl.map(|t| srv.clock.expiry(t as i64)), f.new_cas)
     } else {
         srv.store.delete_if(key, now, f.cas)
     };
@@ -188,7 +194,7 @@ fn arith(srv: &Server, ws: &WorkerStats, req: &MetaRequest<'_>, now: Time, out: 
     let incr = req.incr();
     let key = req.key();
     let (hits, misses) = if incr { (&ws.incr_hits, &ws.incr_misses) } else { (&ws.decr_hits, &ws.decr_misses) };
-    let outcome = match srv.store.arith_if(key, now, incr, f.delta, f.cas) {
+    let outcome = match srv.store.arith_meta(key, now, incr, f.delta, f.cas, f.new_cas) {
         ArithOutcome::Value { value, cas, exptime } => {
             bump(hits, 1);
             let mut after = exptime;
@@ -207,7 +213,8 @@ fn arith(srv: &Server, ws: &WorkerStats, req: &MetaRequest<'_>, now: Time, out: 
                     let exptime = srv.clock.expiry(t as i64);
                     let mut digits = [0u8; 20];
                     let text = decimal(f.initial, &mut digits);
-                    match srv.store.store(Mode::Add, key, 0, exptime, text, now) {
+                    let opts = WriteOptions { new_cas: f.new_cas, key_binary: req.key_binary(), ..WriteOptions::default() };
+                    match srv.store.meta_store(Mode::Add, key, 0, exptime, text, now, &opts) {
                         StoreResult::Stored(cas) => MaOutcome::Item(MaItem {
                             value: f.initial,
                             cas,

@@ -54,6 +54,12 @@ impl Store {
     /// incr (wrapping at 2^64) or decr (stopping at 0) a decimal value if it
     /// is live and, when `cas` is given, its CAS matches.
     pub fn arith_if(&self, key: &[u8], now: Time, incr: bool, delta: u64, cas: Option<u64>) -> ArithOutcome {
+        self.arith_meta(key, now, incr, delta, cas, None)
+    }
+
+    /// [`arith_if`](Self::arith_if), giving the rewritten item `new_cas`
+    /// instead of a derived CAS when set (meta `ma … E<cas>`).
+    pub fn arith_meta(&self, key: &[u8], now: Time, incr: bool, delta: u64, cas: Option<u64>, new_cas: Option<u64>) -> ArithOutcome {
         let h = self.hasher.hash(key);
         let mut l = self.lock(h, now);
         let Found::Live(_, old) = l.g.lookup(h, key, now, &self.pool) else {
@@ -70,12 +76,12 @@ impl Store {
         let mut buf = [0u8; 20];
         let digits = arith::digits(n, &mut buf);
         let vlen = arith::new_len(oh.vlen, digits.len());
-        let size = item::item_len(key.len(), vlen, oh.flags);
+        let size = item::item_len_cas(key.len(), vlen, oh.flags, new_cas);
         let Some(loc) = self.reserve(&mut l, size, 0, now) else {
             return ArithOutcome::OutOfMemory;
         };
         let bytes = l.g.item_bytes_mut(loc);
-        let voff = item::encode(bytes, key, vlen, oh.flags, oh.exptime, now);
+        let voff = item::encode_cas(bytes, key, vlen, oh.flags, oh.exptime, now, new_cas);
         arith::write(&mut bytes[voff..], digits);
         // memcached rewrites in place (no new link, total_items unchanged)
         // unless the value grows.

@@ -7,13 +7,16 @@
 //! byte 0      control: bits 0-1 = (value-length width - 1), bit 2 = client
 //!             flags present, bit 3 = fetched, bit 4 = stale (meta
 //!             invalidation), bit 5 = win token sent (meta recache/vivify),
-//!             bit 6 = key arrived base64-encoded (meta `b`), bit 7 = 0
+//!             bit 6 = key arrived base64-encoded (meta `b`), bit 7 = an
+//!             explicit CAS follows (meta `E`)
 //! byte 1      key length (1..=250)
 //! 1-4 bytes   value length, width from the control byte
 //! 4 bytes     exptime (0 = never); patched in place by touch/gat
 //! 2 bytes     last access, server seconds mod 65536 (meta `l`, `me la=`);
 //!             patched in place on every fetch
 //! [4 bytes]   client flags, only when non-zero
+//! [8 bytes]   explicit CAS, only for items written with meta `E`; every
+//!             other item's CAS is derived from where it is stored
 //! key bytes, value bytes
 //! ```
 //!
@@ -33,6 +36,7 @@ const FETCHED: u8 = 1 << 3;
 const STALE: u8 = 1 << 4;
 const TOKEN_SENT: u8 = 1 << 5;
 const KEY_BINARY: u8 = 1 << 6;
+const EXPLICIT_CAS: u8 = 1 << 7;
 
 /// A one-byte filler: a control byte with the reserved bits 6-7 set, so
 /// never the start of an item. Segment walkers step over it. It reserves a
@@ -57,6 +61,11 @@ pub fn item_len(klen: usize, vlen: usize, flags: u32) -> usize {
     header_len(vlen, flags) + klen + vlen
 }
 
+/// [`item_len`] of an item that may carry an explicit CAS (meta `E`).
+pub fn item_len_cas(klen: usize, vlen: usize, flags: u32, cas: Option<u64>) -> usize {
+    item_len(klen, vlen, flags) + if cas.is_some() { 8 } else { 0 }
+}
+
 fn header_len(vlen: usize, flags: u32) -> usize {
     2 + width(vlen) + 4 + 2 + if flags != 0 { 4 } else { 0 }
 }
@@ -68,9 +77,11 @@ pub fn memcached_item_size(klen: usize, vlen: usize, flags: u32) -> usize {
     48 + klen + 1 + vlen + 2 + if flags != 0 { 4 } else { 0 } + 8
 }
 
-/// Writes header and key at the start of `dst`; returns the offset of the
-/// value (relative to `dst`), which the caller fills with `vlen` bytes.
-pub fn encode(dst: &mut [u8], key: &[u8], vlen: usize, flags: u32, exptime: u32, now: u32) -> usize {
+/// Writes header and key at the start of `dst` (sized with
+/// [`item_len_cas`]); returns the offset of the value (relative to `dst`),
+/// which the caller fills with `vlen` bytes. `cas`: an explicit CAS stored in
+/// the item (meta `E`); `None` for the usual derived CAS.
+pub fn encode_cas(dst: &mut [u8], key: &[u8], vlen: usize, flags: u32, exptime: u32, now: u32, cas: Option<u64>) -> usize {
     debug_assert!(!key.is_empty() && key.len() <= MAX_KEY_LEN);
     debug_assert!(vlen <= u32::MAX as usize);
     let w = width(vlen);
@@ -90,6 +101,11 @@ pub fn encode(dst: &mut [u8], key: &[u8], vlen: usize, flags: u32, exptime: u32,
         dst[p..p + 4].copy_from_slice(&flags.to_le_bytes());
         p += 4;
     }
+    if let Some(cas) = cas {
+        dst[0] |= EXPLICIT_CAS;
+        dst[p..p + 8].copy_from_slice(&cas.to_le_bytes());
+        p += 8;
+    }
     dst[p..p + key.len()].copy_from_slice(key);
     p + key.len()
 }
@@ -102,6 +118,8 @@ pub struct Header {
     pub flags: u32,
     pub exptime: u32,
     pub fetched: bool,
+    /// The CAS given by a meta `E`, if the item was written with one.
+    pub cas: Option<u64>,
     /// Last access, server seconds mod 65536.
     pub atime: u16,
     /// Marked stale by a meta invalidation (`md … I`, `ms … I`).
@@ -145,7 +163,13 @@ pub fn decode(src: &[u8]) -> Header {
         flags = u32::from_le_bytes(src[key_off..key_off + 4].try_into().unwrap());
         key_off += 4;
     }
+    let mut cas = None;
+    if ctl & EXPLICIT_CAS != 0 {
+        cas = Some(u64::from_le_bytes(src[key_off..key_off + 8].try_into().unwrap()));
+        key_off += 8;
+    }
     Header {
+        cas,
         klen,
         vlen,
         flags,
@@ -201,7 +225,7 @@ mod tests {
     fn roundtrip(klen: usize, vlen: usize, flags: u32, exp: u32) {
         let key = vec![b'k'; klen];
         let mut buf = vec![0u8; item_len(klen, vlen, flags)];
-        let voff = encode(&mut buf, &key, vlen, flags, exp, 1000);
+        let voff = encode_cas(&mut buf, &key, vlen, flags, exp, 1000, None);
         assert_eq!(voff + vlen, buf.len());
         let h = decode(&buf);
         assert_eq!((h.klen, h.vlen, h.flags, h.exptime, h.fetched), (klen, vlen, flags, exp, false));
@@ -227,6 +251,21 @@ mod tests {
                 roundtrip(250, vlen, flags, u32::MAX);
             }
         }
+    }
+
+    #[test]
+    fn explicit_cas_roundtrips() {
+        let key = b"key";
+        let mut buf = vec![0u8; item_len_cas(3, 5, 7, Some(42))];
+        let voff = encode_cas(&mut buf, key, 5, 7, 100, 1, Some(42));
+        assert_eq!(voff + 5, buf.len());
+        let h = decode(&buf);
+        assert_eq!((h.cas, h.flags, h.exptime, h.klen, h.vlen), (Some(42), 7, 100, 3, 5));
+        assert_eq!(&buf[h.key_off..h.key_off + 3], key);
+        assert_eq!(h.total(), buf.len());
+        let mut plain = vec![0u8; item_len(3, 5, 7)];
+        encode_cas(&mut plain, key, 5, 7, 100, 1, None);
+        assert_eq!(decode(&plain).cas, None);
     }
 
     #[test]

@@ -102,7 +102,7 @@ mod segment;
 mod shard;
 
 pub use conditional::{ArithOutcome, DeleteOutcome};
-pub use meta::{MetaGet, MetaItem};
+pub use meta::{MetaGet, MetaItem, WriteOptions};
 pub use dump::{item_bytes, last_sizes, Departure, DepartureHook, DumpItem};
 use evict::{EvictionPolicy, Fifo, Want};
 use hash::KeyHasher;
@@ -277,13 +277,11 @@ impl Store {
         now: Time,
         cas: Option<u64>,
     ) -> StoreResult {
-        self.store_cond(mode, key, flags, exptime, value, now, cas, false, false)
+        self.store_cond(mode, key, flags, exptime, value, now, &WriteOptions { cas, ..WriteOptions::default() })
     }
 
-    /// [`store_if`](Self::store_if) with meta's stale-set (`ms … C<cas> I`):
-    /// when `stale_if_older` and the given CAS is *older* (smaller) than the
-    /// item's, the value is stored anyway but marked stale, keeping the old
-    /// item's expiry and win-token state, as memcached does.
+    /// [`store_if`](Self::store_if) with the meta protocol's options (see
+    /// [`WriteOptions`]).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn store_cond(
         &self,
@@ -293,10 +291,9 @@ impl Store {
         exptime: Time,
         value: &[u8],
         now: Time,
-        cas: Option<u64>,
-        stale_if_older: bool,
-        key_binary: bool,
+        opts: &WriteOptions,
     ) -> StoreResult {
+        let WriteOptions { cas, stale_if_older, key_binary, new_cas } = *opts;
         let h = self.hasher.hash(key);
         let mut l = self.lock(h, now);
         let old = match l.g.lookup(h, key, now, &self.pool) {
@@ -351,7 +348,7 @@ impl Store {
             }
             _ => (flags, exptime, value.len(), None),
         };
-        let size = item::item_len(key.len(), vlen, flags);
+        let size = item::item_len_cas(key.len(), vlen, flags, new_cas);
         let protect = old_val.map_or(0, |(seg, _, _)| seg);
         // Read before `reserve`, which may evict the old item's segment.
         let old_size = old_loc.map_or(0, |o| l.g.header(o).total() as u64);
@@ -363,7 +360,7 @@ impl Store {
             }
             return StoreResult::OutOfMemory;
         };
-        let voff = item::encode(l.g.item_bytes_mut(loc), key, vlen, flags, exptime, now);
+        let voff = item::encode_cas(l.g.item_bytes_mut(loc), key, vlen, flags, exptime, now, new_cas);
         if let Some((_, token_sent)) = stale_state {
             item::set_meta_state(l.g.item_bytes_mut(loc), true, token_sent);
         }

@@ -29,6 +29,24 @@ pub struct MetaGet {
     pub recache_before: Option<Time>,
     /// The key arrived base64-encoded (remembered by an item `N` creates).
     pub key_binary: bool,
+    /// `E`: the CAS of an item `N` creates.
+    pub new_cas: Option<u64>,
+}
+
+/// How a meta write (`ms`) may differ from a plain store.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WriteOptions {
+    /// `C`: write only if the item's CAS is this (`Exists` otherwise,
+    /// `NotFound` without an item); allowed with every mode.
+    pub cas: Option<u64>,
+    /// `I` with `C`: if the given CAS is *older* (smaller) than the item's,
+    /// store the value anyway but marked stale, keeping the old item's
+    /// expiry and win-token state, as memcached does.
+    pub stale_if_older: bool,
+    /// `b`: the key arrived base64-encoded; replies re-encode it.
+    pub key_binary: bool,
+    /// `E`: give the new item this CAS instead of a derived one.
+    pub new_cas: Option<u64>,
 }
 
 /// A meta get's view of an item.
@@ -73,9 +91,9 @@ impl Store {
                     _ => Lookup::Miss,
                 };
                 let Some(ttl) = opts.vivify else { return miss };
-                let size = item::item_len(key.len(), 0, 0);
+                let size = item::item_len_cas(key.len(), 0, 0, opts.new_cas);
                 let Some(loc) = self.reserve(&mut l, size, 0, now) else { return miss };
-                item::encode(l.g.item_bytes_mut(loc), key, 0, 0, ttl, now);
+                item::encode_cas(l.g.item_bytes_mut(loc), key, 0, 0, ttl, now, opts.new_cas);
                 item::set_key_binary(l.g.item_bytes_mut(loc), opts.key_binary);
                 if !l.g.commit(h, loc, None, true, &self.env(now)) {
                     return miss;
@@ -117,7 +135,14 @@ impl Store {
     /// `md … I`: mark a live item stale instead of deleting it, with a new
     /// (larger) CAS and optionally a new expiry; the win token is cleared so
     /// the next reader wins the refill. `cas`: only if the item's CAS matches.
-    pub fn invalidate(&self, key: &[u8], now: Time, cas: Option<u64>, exptime: Option<Time>) -> crate::DeleteOutcome {
+    pub fn invalidate(
+        &self,
+        key: &[u8],
+        now: Time,
+        cas: Option<u64>,
+        exptime: Option<Time>,
+        new_cas: Option<u64>,
+    ) -> crate::DeleteOutcome {
         use crate::DeleteOutcome;
         let h = self.hasher.hash(key);
         let mut l = self.lock(h, now);
@@ -128,8 +153,9 @@ impl Store {
             return DeleteOutcome::Exists;
         }
         // The CAS is derived from the item's place, so a new CAS means a
-        // copy of the item in a new place.
-        let size = l.g.header(old).total();
+        // copy of the item in a new place (with `E`, one that stores it).
+        let oh = l.g.header(old);
+        let size = item::item_len_cas(oh.klen, oh.vlen, oh.flags, new_cas);
         let Some(loc) = self.reserve(&mut l, size, old.seg, now) else {
             // No room for the copy: deleting is the safe fallback, a reader
             // then misses instead of reading a value known to be stale.
@@ -138,7 +164,9 @@ impl Store {
             }
             return DeleteOutcome::Deleted;
         };
-        l.g.segs.copy(old.seg, old.off as usize, loc.seg, loc.off as usize, size);
+        let voff = item::encode_cas(l.g.item_bytes_mut(loc), key, oh.vlen, oh.flags, oh.exptime, now, new_cas);
+        l.g.segs.copy(old.seg, old.off as usize + oh.val_off(), loc.seg, loc.off as usize + voff, oh.vlen);
+        item::set_key_binary(l.g.item_bytes_mut(loc), oh.key_binary);
         item::set_meta_state(l.g.item_bytes_mut(loc), true, false);
         if let Some(e) = exptime {
             l.g.set_exptime(loc, e);
@@ -170,8 +198,7 @@ impl Store {
         }
     }
 
-    /// A meta set (`ms`): [`store_if`](Store::store_if), plus with
-    /// `stale_if_older` (`I`) an older CAS stores the value marked stale.
+    /// A meta set (`ms`): [`store_if`](Store::store_if) with [`WriteOptions`].
     #[allow(clippy::too_many_arguments)]
     pub fn meta_store(
         &self,
@@ -181,11 +208,9 @@ impl Store {
         exptime: Time,
         value: &[u8],
         now: Time,
-        cas: Option<u64>,
-        stale_if_older: bool,
-        key_binary: bool,
+        opts: &WriteOptions,
     ) -> StoreResult {
-        self.store_cond(mode, key, flags, exptime, value, now, cas, stale_if_older, key_binary)
+        self.store_cond(mode, key, flags, exptime, value, now, opts)
     }
 }
 
@@ -234,8 +259,8 @@ mod tests {
     fn invalidate_serves_stale_to_all_and_wins_one_refill() {
         let s = store();
         let StoreResult::Stored(cas) = s.store(Mode::Set, b"k", 5, 0, b"old", 100) else { panic!() };
-        assert_eq!(s.invalidate(b"k", 100, Some(cas + 1), None), DeleteOutcome::Exists);
-        assert_eq!(s.invalidate(b"k", 100, None, Some(160)), DeleteOutcome::Deleted);
+        assert_eq!(s.invalidate(b"k", 100, Some(cas + 1), None, None), DeleteOutcome::Exists);
+        assert_eq!(s.invalidate(b"k", 100, None, Some(160), None), DeleteOutcome::Deleted);
         let got = s.get(b"k", 100, |i| (i.cas, i.exptime, i.flags));
         let Lookup::Hit((new_cas, exp, flags)) = got else { panic!() };
         assert!(new_cas > cas, "invalidation bumps the CAS");
@@ -245,10 +270,10 @@ mod tests {
         assert_eq!(flags_of(&s, b"k", 101, plain), Some((false, true, true, b"old".to_vec())));
         // A refill with the old CAS (the one read before invalidation) is
         // stored, but stays stale: a newer writer invalidated in between.
-        assert!(matches!(s.meta_store(Mode::Set, b"k", 0, 0, b"late", 102, Some(cas), true, false), StoreResult::Stored(_)));
+        assert!(matches!(s.meta_store(Mode::Set, b"k", 0, 0, b"late", 102, &WriteOptions { cas: Some(cas), stale_if_older: true, ..WriteOptions::default() }), StoreResult::Stored(_)));
         assert_eq!(flags_of(&s, b"k", 102, plain), Some((false, true, true, b"late".to_vec())));
         // Without I, an old CAS is just refused.
-        assert_eq!(s.meta_store(Mode::Set, b"k", 0, 0, b"x", 102, Some(cas), false, false), StoreResult::Exists);
+        assert_eq!(s.meta_store(Mode::Set, b"k", 0, 0, b"x", 102, &WriteOptions { cas: Some(cas), ..WriteOptions::default() }), StoreResult::Exists);
         // A plain set makes it fresh again.
         s.store(Mode::Set, b"k", 0, 0, b"new", 103);
         assert_eq!(flags_of(&s, b"k", 103, plain), Some((false, false, false, b"new".to_vec())));
@@ -274,6 +299,32 @@ mod tests {
         s.store(Mode::Set, b"k", 0, 110, b"old", 100);
         s.store(Mode::Set, b"k", 0, 0, b"new", 120);
         assert_eq!(graced(&s, 121), Some((b"new".to_vec(), false)));
+    }
+
+    #[test]
+    fn explicit_cas_from_e_on_every_write_path() {
+        let s = store();
+        let cas_of = |s: &Store| match s.get(b"k", 100, |i| i.cas) {
+            Lookup::Hit(c) => c,
+            _ => panic!("missing"),
+        };
+        let e = |c| WriteOptions { new_cas: Some(c), ..WriteOptions::default() };
+        // ms E
+        assert_eq!(s.meta_store(Mode::Set, b"k", 3, 0, b"12", 100, &e(777)), StoreResult::Stored(777));
+        assert_eq!(cas_of(&s), 777);
+        // A later write without E gets a derived CAS again, and C checks the explicit one.
+        assert_eq!(s.meta_store(Mode::Set, b"k", 3, 0, b"x", 100, &WriteOptions { cas: Some(1), ..WriteOptions::default() }), StoreResult::Exists);
+        assert!(matches!(s.meta_store(Mode::Set, b"k", 3, 0, b"20", 100, &WriteOptions { cas: Some(777), ..WriteOptions::default() }), StoreResult::Stored(c) if c != 777));
+        // ma E
+        assert!(matches!(s.arith_meta(b"k", 100, true, 1, None, Some(888)), crate::ArithOutcome::Value { value: 21, cas: 888, .. }));
+        assert_eq!(cas_of(&s), 888);
+        // md I E: stale, same value and flags, the given CAS
+        assert_eq!(s.invalidate(b"k", 100, Some(888), None, Some(999)), DeleteOutcome::Deleted);
+        assert_eq!(s.get(b"k", 100, |i| (i.value.to_vec(), i.flags, i.cas)), Lookup::Hit((b"21".to_vec(), 3, 999)));
+        assert_eq!(flags_of(&s, b"k", 100, MetaGet { bump: true, ..MetaGet::default() }), Some((true, true, false, b"21".to_vec())));
+        // mg N E: the vivified item carries the CAS
+        let n = MetaGet { bump: true, vivify: Some(200), new_cas: Some(4242), ..MetaGet::default() };
+        assert_eq!(s.meta_get(b"new", 100, &n, |m| m.item.cas), Lookup::Hit(4242));
     }
 
     #[test]

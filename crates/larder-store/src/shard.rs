@@ -163,6 +163,9 @@ impl Shard {
     /// CAS of the item version at `loc`: (segment generation, offset); for
     /// a large object, the pair reserved when it was installed.
     pub fn cas(&self, loc: Loc) -> u64 {
+        if let Some(cas) = self.header(loc).cas {
+            return cas; // written with meta `E`
+        }
         let seg = self.segs.get(loc.seg);
         if seg.large {
             seg.cas
@@ -531,7 +534,7 @@ mod tests {
                 }
             };
             let bytes = self.sh.item_bytes_mut(loc);
-            let voff = item::encode(bytes, key, value.len(), 0, exptime, now);
+            let voff = item::encode_cas(bytes, key, value.len(), 0, exptime, now, None);
             bytes[voff..].copy_from_slice(value);
             let h = self.hasher.hash(key);
             let old = match self.sh.lookup(h, key, now, &self.pool) {
