@@ -5,6 +5,7 @@
 //! each worker:  let mut ow = obs.worker();            // owned by the worker thread
 //! get (per key):     ow.on_get(key, hit, value_len, now)
 //! stored:            ow.on_set(key, item_bytes, old_item_bytes, now, exptime)
+//! incr/decr:         ow.on_resize(key, new_item_bytes, old_item_bytes)
 //! not stored:        ow.on_set_failed(key)
 //! delete:            ow.on_delete(key, removed_item_bytes)       // None = NOT_FOUND
 //! eviction/expiry:   ow.on_evict(key, item_bytes) / ow.on_expire(key, item_bytes)
@@ -168,6 +169,12 @@ impl ObserverWorker {
     pub fn on_set(&mut self, key: &[u8], item_bytes: u64, old_item_bytes: Option<u64>, now: u64, exptime: u64) {
         self.prefixes.on_set(key, item_bytes, old_item_bytes);
         self.bigkeys.on_store(key, item_bytes, now, exptime);
+    }
+
+    /// incr/decr rewrote an item (sizes as the store charges them).
+    #[inline]
+    pub fn on_resize(&mut self, key: &[u8], new_item_bytes: u64, old_item_bytes: u64) {
+        self.prefixes.on_resize(key, new_item_bytes, old_item_bytes);
     }
 
     /// A storage command stored nothing.

@@ -1042,6 +1042,17 @@ impl PrefixWorker {
         }
     }
 
+    /// An item changed size without a storage command (incr/decr rewrote
+    /// it): only `bytes` moves; memcached's `stats detail` does not count
+    /// incr/decr.
+    #[inline]
+    pub fn on_resize(&mut self, key: &[u8], new_item_bytes: u64, old_item_bytes: u64) {
+        if new_item_bytes != old_item_bytes {
+            let (s, _) = self.slot_of(key);
+            self.add(s, BYTES, new_item_bytes.wrapping_sub(old_item_bytes));
+        }
+    }
+
     /// A storage command that stored nothing (NOT_STORED, EXISTS, too
     /// large, ...): memcached's `stats detail` counts it as a `set`.
     #[inline]

@@ -133,7 +133,7 @@ pub fn execute(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: BinRequest<'_
                 binary::status_only(out, op, status, req.opaque);
             }
         }
-        Command::Increment | Command::Decrement => arith(srv, ws, &req, now, out),
+        Command::Increment | Command::Decrement => arith(srv, ws, obs, &req, now, out),
         Command::Quit => {
             if !quiet {
                 binary::success(out, op, req.opaque, 0);
@@ -227,7 +227,7 @@ fn store(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: &BinRequest<'_>, no
     binary::status_only(out, op, status, req.opaque);
 }
 
-fn arith(srv: &Server, ws: &WorkerStats, req: &BinRequest<'_>, now: Time, out: &mut Vec<u8>) {
+fn arith(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: &BinRequest<'_>, now: Time, out: &mut Vec<u8>) {
     let op = req.opcode;
     let incr = op.command() == Command::Increment;
     let Extras::Arith { delta, initial, exptime } = req.extras else {
@@ -238,6 +238,7 @@ fn arith(srv: &Server, ws: &WorkerStats, req: &BinRequest<'_>, now: Time, out: &
     let cas_arg = (req.cas != 0).then_some(req.cas);
     match srv.store.arith_if(req.key, now, incr, delta, cas_arg) {
         ArithOutcome::Value { value, cas, .. } => {
+            obs.resized(req.key);
             bump(hits, 1);
             if !op.quiet() {
                 binary::incr_result(out, op, req.opaque, cas, value);
@@ -255,6 +256,7 @@ fn arith(srv: &Server, ws: &WorkerStats, req: &BinRequest<'_>, now: Time, out: &
             let exp = srv.clock.expiry(exptime as i64);
             match srv.store.store(Mode::Add, req.key, 0, exp, &digits, now) {
                 StoreResult::Stored(cas) => {
+                    obs.stored(req.key, now, exp);
                     if !op.quiet() {
                         binary::incr_result(out, op, req.opaque, cas, initial);
                     }

@@ -60,6 +60,9 @@ pub fn execute(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: Request<'_>, 
         Request::Arith { key, incr, delta, noreply } => {
             let (hits, misses) = if incr { (&ws.incr_hits, &ws.incr_misses) } else { (&ws.decr_hits, &ws.decr_misses) };
             let result = srv.store.arith(key, now, incr, delta);
+            if let ArithResult::Value(_) = result {
+                obs.resized(key);
+            }
             if noreply {
                 // Count, but say nothing.
                 if let ArithResult::Value(_) = result { bump(hits, 1) } else if result == ArithResult::NotFound { bump(misses, 1) }

@@ -18,7 +18,7 @@ pub fn execute(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: &MetaRequest<
         MetaCommand::Get => get(srv, ws, obs, req, now, out),
         MetaCommand::Set => set(srv, ws, obs, req, now, out),
         MetaCommand::Delete => delete(srv, ws, obs, req, now, out),
-        MetaCommand::Arith => arith(srv, ws, req, now, out),
+        MetaCommand::Arith => arith(srv, ws, obs, req, now, out),
         MetaCommand::Noop => meta::mn(out),
         MetaCommand::Debug => debug(srv, req, now, out),
     }
@@ -189,13 +189,14 @@ fn delete(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: &MetaRequest<'_>, 
     meta::md(out, req, status);
 }
 
-fn arith(srv: &Server, ws: &WorkerStats, req: &MetaRequest<'_>, now: Time, out: &mut Vec<u8>) {
+fn arith(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: &MetaRequest<'_>, now: Time, out: &mut Vec<u8>) {
     let f = &req.flags;
     let incr = req.incr();
     let key = req.key();
     let (hits, misses) = if incr { (&ws.incr_hits, &ws.incr_misses) } else { (&ws.decr_hits, &ws.decr_misses) };
     let outcome = match srv.store.arith_meta(key, now, incr, f.delta, f.cas, f.new_cas) {
         ArithOutcome::Value { value, cas, exptime } => {
+            obs.resized(key);
             bump(hits, 1);
             let mut after = exptime;
             if let Some(t) = f.ttl {
@@ -215,12 +216,15 @@ fn arith(srv: &Server, ws: &WorkerStats, req: &MetaRequest<'_>, now: Time, out: 
                     let text = decimal(f.initial, &mut digits);
                     let opts = WriteOptions { new_cas: f.new_cas, key_binary: req.key_binary(), ..WriteOptions::default() };
                     match srv.store.meta_store(Mode::Add, key, 0, exptime, text, now, &opts) {
-                        StoreResult::Stored(cas) => MaOutcome::Item(MaItem {
+                        StoreResult::Stored(cas) => MaOutcome::Item({
+                            obs.stored(key, now, exptime);
+                            MaItem {
                             value: f.initial,
                             cas,
                             ttl: None,
                             ttl_after: ttl(exptime, now),
                             created: true,
+                            }
                         }),
                         StoreResult::OutOfMemory => {
                             reply::line(out, "SERVER_ERROR Out of memory allocating new item");

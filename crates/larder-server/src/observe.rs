@@ -21,6 +21,19 @@
 //!   call is then a single predictable branch (used to measure what the
 //!   accounting costs).
 //!
+//! Known gaps (each leaves per-prefix `bytes`/`items` off by the items
+//! concerned, nothing else):
+//! * a `set` that fails as too large or out of memory drops the old value
+//!   (as memcached does) without telling the observer;
+//! * the meta `md … I` fallback that deletes when there is no room for the
+//!   stale copy is not reported;
+//! * an item vivified by `mg … N` with an explicit CAS (`E`) is counted 8
+//!   bytes short (the server sizes it without the CAS field);
+//! * meta commands (`mg ms md`) count in memcached's `stats detail` counters
+//!   here; memcached counts only text and binary get/set/delete there.
+//! * The big-key list takes its own lock for writes of items at least
+//!   `bigkeys_min_size` (1 KiB) that are members or large enough to enter.
+//!
 //! Latency: a worker reads the clock once per session event (after it, the
 //! previous reading is the start of the next one), and records that
 //! event's elapsed time divided by the requests it executed, once per
@@ -136,6 +149,15 @@ impl Obs {
         self.with(|w| {
             w.prefixes.on_set(key, item_bytes, None);
             w.on_touch(key, item_bytes, now, exptime);
+        });
+    }
+
+    /// incr/decr changed a value (right after the store call).
+    #[inline]
+    pub fn resized(&mut self, key: &[u8]) {
+        self.with(|w| {
+            let (new, old) = larder_store::last_sizes();
+            w.on_resize(key, new, old);
         });
     }
 

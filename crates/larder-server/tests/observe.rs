@@ -137,3 +137,19 @@ fn evictions_and_expiry_leave_the_prefix_rows_exact() {
         assert_eq!(c.line(), "HD\r\n", "{key} listed but gone");
     }
 }
+
+#[test]
+fn incr_decr_and_vivified_counters_keep_bytes_exact() {
+    let l = Larder::start(&["-t", "1"]);
+    let mut c = l.connect();
+    set(&mut c, "ctr:a", "9");
+    c.expect(b"incr ctr:a 1\r\n", b"10\r\n"); // grows: a new, larger item
+    c.expect(b"incr ctr:a 99990\r\n", b"100000\r\n");
+    c.expect(b"decr ctr:a 99999\r\n", b"1\r\n"); // memcached keeps the length
+    c.expect(b"ma ctr:b N0 J5\r\n", b"HD\r\n"); // vivified
+    c.expect(b"ma ctr:b\r\n", b"HD\r\n");
+    let p = map(c.stats("prefixes"));
+    let st = map(c.stats(""));
+    assert_eq!(num(&p, "prefix:ctr:items"), 2);
+    assert_eq!(num(&p, "prefix:ctr:bytes"), num(&st, "bytes"), "{p:?}");
+}

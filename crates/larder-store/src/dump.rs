@@ -60,8 +60,8 @@ pub(crate) fn note(written: u64, removed: u64) {
 }
 
 /// For the calling thread's last successful `store`/`store_if`/`meta_store`
-/// (`Stored`): (bytes the new item occupies, bytes of the item it replaced,
-/// 0 if none). For its last successful `delete`/`delete_if`: (0, bytes of
+/// (`Stored`) or `arith`/`arith_if` (a value): (bytes the new item
+/// occupies, bytes of the item it replaced, 0 if none). For its last successful `delete`/`delete_if`: (0, bytes of
 /// the removed item). Sizes are what the store charges in `Stats::bytes`
 /// (header + key + value). Only meaningful right after such a call.
 #[inline]
