@@ -13,11 +13,12 @@
 //! until the output drains, so a slow reader cannot make the server buffer
 //! without bound.
 //!
-//! `lru_crawler metadump` is streamed by the session: one store shard at a
-//! time (under that shard's lock only) is encoded into the write buffer,
-//! which is flushed between shards; past the high-water mark the dump
-//! waits for the client like any other output. Requests pipelined behind
-//! it run after its `END`.
+//! `lru_crawler metadump` is streamed by the session: a few segments of one
+//! store shard at a time ([`DUMP_SEGMENTS_PER_STEP`], under that shard's
+//! lock only) are encoded into the write buffer; past the high-water mark
+//! the dump waits for the client like any other output, and each step
+//! counts against the `-R` allowance so other connections of the worker
+//! keep being served. Requests pipelined behind it run after its `END`.
 
 use crate::exec::{execute, triage, After, Step};
 use crate::registry::{ConnInfo, ConnState};
@@ -136,9 +137,14 @@ pub struct Session {
     dump: Option<Dump>,
 }
 
-/// Where a metadump is: the next shard to walk, and its prefix filter.
+/// Segments walked per metadump step (one hold of a shard lock).
+const DUMP_SEGMENTS_PER_STEP: usize = 4;
+
+/// Where a metadump is: the shard being walked, the last segment
+/// generation done in it, and the prefix filter.
 struct Dump {
     shard: usize,
+    after_gen: u64,
     prefix: Option<Vec<u8>>,
 }
 
@@ -296,6 +302,10 @@ impl Session {
                 }
             }
             if self.dump.is_some() {
+                if *allowance == 0 {
+                    return true;
+                }
+                *allowance -= 1;
                 if !self.dump_step(srv, obs, now) {
                     break;
                 }
@@ -396,7 +406,7 @@ impl Session {
         false
     }
 
-    /// Stream the next shard of a metadump (or its END); false when the
+    /// Stream the next step of a metadump (or its END); false when the
     /// output must drain first.
     fn dump_step(&mut self, srv: &Server, obs: &Obs, now: Time) -> bool {
         let Some(d) = &mut self.dump else { return true };
@@ -411,7 +421,7 @@ impl Session {
         let delimiter = srv.settings.prefix_delimiter;
         let out = &mut self.wbuf;
         let prefix = d.prefix.as_deref();
-        srv.store.for_each_item_in_shard(d.shard, now, |key, it| {
+        let step = srv.store.for_each_item_in_shard_from(d.shard, now, d.after_gen, DUMP_SEGMENTS_PER_STEP, |key, it| {
             if let Some(p) = prefix {
                 if larder_observe::key_prefix(key, delimiter) != Some(p) {
                     return;
@@ -430,7 +440,13 @@ impl Session {
                 },
             );
         });
-        d.shard += 1;
+        match step {
+            Some((_, last)) => d.after_gen = last,
+            None => {
+                d.shard += 1;
+                d.after_gen = 0;
+            }
+        }
         true
     }
 
@@ -486,5 +502,5 @@ fn metadump_start(srv: &Server, words: &[&[u8]], pipelined: bool, out: &mut Vec<
         larder_proto::reply::line(out, "ERROR cannot pipeline other commands before metadump");
         return None;
     }
-    Some(Dump { shard: 0, prefix: args.prefix.map(<[u8]>::to_vec) })
+    Some(Dump { shard: 0, after_gen: 0, prefix: args.prefix.map(<[u8]>::to_vec) })
 }

@@ -63,6 +63,27 @@ fn metadump_lists_live_items_in_memcacheds_format() {
 }
 
 #[test]
+fn a_dump_of_many_segments_per_shard_lists_every_item_once() {
+    // 40 MB in -m 64 (1 MiB segments, 8 shards): several dump steps per shard.
+    let l = Larder::start(&["-t", "2", "-m", "64"]);
+    let mut c = l.connect();
+    let n = 40_000;
+    let value = "v".repeat(1000);
+    let mut req = Vec::new();
+    for i in 0..n {
+        req.extend_from_slice(format!("set big:{i:06} 0 0 1000 noreply\r\n{value}\r\n").as_bytes());
+    }
+    c.send(&req);
+    c.expect(b"mn\r\n", b"MN\r\n");
+    let curr = c.stat("curr_items") as usize;
+    let lines = dump(&mut c, "lru_crawler metadump all");
+    let keys: HashSet<&str> = lines.iter().map(|l| l.split(' ').next().unwrap()).collect();
+    assert_eq!(keys.len(), lines.len(), "a key listed twice");
+    assert_eq!(lines.len(), curr);
+    assert!(curr > 30_000, "{curr}");
+}
+
+#[test]
 fn a_large_dump_streams_every_item() {
     let l = Larder::start(&["-t", "2", "-m", "256"]);
     let mut c = l.connect();

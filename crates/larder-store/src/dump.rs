@@ -105,17 +105,50 @@ impl crate::Store {
 
     /// Calls `f(key, item)` for every live item (not expired, not flushed)
     /// of shard `shard`, under that shard's lock only: other shards keep
-    /// serving, and this one waits for one walk of its segments. Segments
-    /// are walked oldest first; an item is live when the index still points
-    /// at it. Nothing is modified (expired items are left to the usual
-    /// reclaim paths). Returns the number of items passed to `f`.
+    /// serving. An item is live when the index still points at it. Nothing
+    /// is modified (expired items are left to the usual reclaim paths).
+    /// Returns the number of items passed to `f`. To bound how long the
+    /// shard's lock is held, walk it in steps with
+    /// [`for_each_item_in_shard_from`](Self::for_each_item_in_shard_from).
     pub fn for_each_item_in_shard(&self, shard: usize, now: crate::Time, mut f: impl FnMut(&[u8], &DumpItem)) -> usize {
-        let Some(s) = self.shards.get(shard) else { return 0 };
+        let mut n = 0;
+        let mut after = 0;
+        while let Some((items, last)) = self.for_each_item_in_shard_from(shard, now, after, usize::MAX, &mut f) {
+            n += items;
+            after = last;
+        }
+        n
+    }
+
+    /// One step of a shard walk: the items of at most `max_segments` of the
+    /// shard's segments whose generation is above `after_gen` (0 to start),
+    /// lowest generations first, under one hold of the shard's lock.
+    /// Returns (items passed to `f`, the highest generation walked) to pass
+    /// as `after_gen` next time, or `None` when no segment is left. Items
+    /// written between steps land in newer segments and may be included;
+    /// an item moved to a newer segment between steps may be seen twice, as
+    /// with memcached's crawler.
+    pub fn for_each_item_in_shard_from(
+        &self,
+        shard: usize,
+        now: crate::Time,
+        after_gen: u64,
+        max_segments: usize,
+        mut f: impl FnMut(&[u8], &DumpItem),
+    ) -> Option<(usize, u64)> {
+        let s = self.shards.get(shard)?;
         let mut g = s.0.lock().unwrap_or_else(|e| e.into_inner());
         g.apply_flush(self.flush.load(std::sync::atomic::Ordering::Acquire), now, &self.pool);
         let g = &*g;
+        let mut todo: Vec<(u64, u32)> =
+            g.segs.oldest_first().map(|id| (g.segs.get(id).gen, id)).filter(|&(gen, _)| gen > after_gen).collect();
+        if todo.is_empty() {
+            return None;
+        }
+        todo.sort_unstable();
+        todo.truncate(max_segments.max(1));
         let mut n = 0;
-        for id in g.segs.oldest_first() {
+        for &(_, id) in &todo {
             if g.is_flushed(id) {
                 continue;
             }
@@ -148,7 +181,7 @@ impl crate::Store {
                 off += h.total();
             }
         }
-        n
+        Some((n, todo.last().map_or(after_gen, |&(gen, _)| gen)))
     }
 }
 
@@ -207,6 +240,17 @@ mod tests {
         }
         // 1000 - 100 expired (exptime 5 < now 10) - 1 deleted.
         assert_eq!(seen.len(), 899);
+        // One segment per step gives the same items.
+        let mut stepped = 0;
+        for sh in 0..s.shard_count() {
+            let mut after = 0;
+            while let Some((n, last)) = s.for_each_item_in_shard_from(sh, 10, after, 1, |_, _| {}) {
+                assert!(last > after);
+                stepped += n;
+                after = last;
+            }
+        }
+        assert_eq!(stepped, 899);
         assert_eq!(seen[&b"k:1".to_vec()].size, super::item_bytes(3, 8, 0));
         assert!(!seen.contains_key(&b"k:2".to_vec()));
         assert!(!seen.contains_key(&b"k:10".to_vec()));
