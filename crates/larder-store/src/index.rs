@@ -221,6 +221,12 @@ impl Table {
         self.used -= 1;
     }
 
+    fn relocate(&mut self, pos: Pos, loc: Loc, freq: u8) {
+        let s = &mut self.buckets[pos.bucket].0[pos.i];
+        debug_assert!(*s != 0);
+        *s = pack(slot_tag(*s), loc) | (freq.min(15) as u64);
+    }
+
     /// Saturating access counter (for a frequency-aware eviction policy).
     pub fn bump(&mut self, pos: Pos) {
         let s = &mut self.buckets[pos.bucket].0[pos.i];
@@ -229,7 +235,6 @@ impl Table {
         }
     }
 
-    #[cfg_attr(not(test), allow(dead_code))]
     pub fn freq(&self, pos: Pos) -> u8 {
         (self.buckets[pos.bucket].0[pos.i] & 0xf) as u8
     }
@@ -341,12 +346,17 @@ impl Index {
         self.table_mut(pos).remove(pos)
     }
 
+    /// Points an occupied slot at a copy of its item (eviction moved it),
+    /// with access counter `freq`.
+    pub fn relocate(&mut self, pos: Pos, loc: Loc, freq: u8) {
+        self.table_mut(pos).relocate(pos, loc, freq)
+    }
+
     /// Saturating access counter (for a frequency-aware eviction policy).
     pub fn bump(&mut self, pos: Pos) {
         self.table_mut(pos).bump(pos)
     }
 
-    #[cfg_attr(not(test), allow(dead_code))]
     pub fn freq(&self, pos: Pos) -> u8 {
         self.table(pos).freq(pos)
     }
@@ -459,6 +469,19 @@ mod tests {
         }
         assert_eq!(ix.freq(p), 15);
         assert_eq!(ix.find(7, |_| true).unwrap().1, Loc { seg: 1, off: 1 });
+    }
+
+    #[test]
+    fn relocate_keeps_the_tag_and_sets_the_counter() {
+        let mut ix = Index::new(2);
+        let h = 0x1234_0000_0000_0007u64;
+        ix.insert(h, Loc { seg: 1, off: 1 });
+        let (p, _) = ix.find(h, |_| true).unwrap();
+        ix.bump(p);
+        ix.relocate(p, Loc { seg: 5, off: 64 }, 3);
+        let (p, l) = ix.find(h, |_| true).unwrap();
+        assert_eq!((l, ix.freq(p)), (Loc { seg: 5, off: 64 }, 3));
+        assert_eq!(ix.used(), 1);
     }
 }
 

@@ -63,7 +63,14 @@ pub fn item_len(klen: usize, vlen: usize, flags: u32) -> usize {
 
 /// [`item_len`] of an item that may carry an explicit CAS (meta `E`).
 pub fn item_len_cas(klen: usize, vlen: usize, flags: u32, cas: Option<u64>) -> usize {
-    item_len(klen, vlen, flags) + if cas.is_some() { 8 } else { 0 }
+    item_len(klen, vlen, flags) + if cas.is_some() { 8 + cas_width(vlen) - width(vlen) } else { 0 }
+}
+
+/// Value-length width of an item carrying an explicit CAS: at least 2, so
+/// that its control byte (bit 7 set) can never equal [`PAD`] (0xC0 is a
+/// width-1 item with bits 6-7 set: base64 key, explicit CAS, nothing else).
+fn cas_width(vlen: usize) -> usize {
+    width(vlen).max(2)
 }
 
 fn header_len(vlen: usize, flags: u32) -> usize {
@@ -84,7 +91,7 @@ pub fn memcached_item_size(klen: usize, vlen: usize, flags: u32) -> usize {
 pub fn encode_cas(dst: &mut [u8], key: &[u8], vlen: usize, flags: u32, exptime: u32, now: u32, cas: Option<u64>) -> usize {
     debug_assert!(!key.is_empty() && key.len() <= MAX_KEY_LEN);
     debug_assert!(vlen <= u32::MAX as usize);
-    let w = width(vlen);
+    let w = if cas.is_some() { cas_width(vlen) } else { width(vlen) };
     let mut ctl = (w - 1) as u8;
     if flags != 0 {
         ctl |= HAS_FLAGS;
@@ -184,6 +191,30 @@ pub fn decode(src: &[u8]) -> Header {
     }
 }
 
+/// The header of a moved copy of the item whose bytes start at `src[0]`,
+/// carrying `cas` (eviction that keeps hot items moves them, and their CAS
+/// is otherwise derived from where they are): the same fields with an
+/// explicit CAS. Returns the header bytes and their length; key and value
+/// follow unchanged.
+pub fn moved_header(src: &[u8], cas: u64) -> ([u8; 32], usize) {
+    let h = decode(src);
+    let mut out = [0u8; 32];
+    let w = cas_width(h.vlen).max(h.exp_off - 2);
+    out[0] = (src[0] & !WIDTH_MASK) | (w - 1) as u8 | EXPLICIT_CAS;
+    out[1] = src[1];
+    out[2..2 + w].copy_from_slice(&(h.vlen as u32).to_le_bytes()[..w]);
+    let mut p = 2 + w;
+    // exptime and last access, verbatim
+    out[p..p + 6].copy_from_slice(&src[h.exp_off..h.exp_off + 6]);
+    p += 6;
+    if h.flags != 0 {
+        out[p..p + 4].copy_from_slice(&h.flags.to_le_bytes());
+        p += 4;
+    }
+    out[p..p + 8].copy_from_slice(&cas.to_le_bytes());
+    (out, p + 8)
+}
+
 /// Patches the exptime of the item starting at `item[0]`.
 pub fn set_exptime(item: &mut [u8], exptime: u32) {
     let w = (item[0] & WIDTH_MASK) as usize + 1;
@@ -266,6 +297,51 @@ mod tests {
         let mut plain = vec![0u8; item_len(3, 5, 7)];
         encode_cas(&mut plain, key, 5, 7, 100, 1, None);
         assert_eq!(decode(&plain).cas, None);
+    }
+
+    #[test]
+    fn an_explicit_cas_item_is_never_a_pad() {
+        // base64 key + explicit CAS + short value + no flags: bits 6-7 set.
+        let mut buf = vec![0u8; item_len_cas(3, 5, 0, Some(9))];
+        let voff = encode_cas(&mut buf, b"key", 5, 0, 0, 1, Some(9));
+        set_key_binary(&mut buf, true);
+        assert_ne!(buf[0], PAD);
+        assert_eq!(voff + 5, buf.len());
+        let h = decode(&buf);
+        assert_eq!((h.cas, h.vlen, h.klen, h.total()), (Some(9), 5, 3, buf.len()));
+    }
+
+    #[test]
+    fn moved_items_keep_everything_and_their_cas() {
+        for &(vlen, flags) in &[(0usize, 0u32), (5, 0), (5, 7), (300, 0), (70_000, 9)] {
+            let key = b"some-key";
+            let mut buf = vec![0u8; item_len(key.len(), vlen, flags)];
+            let voff = encode_cas(&mut buf, key, vlen, flags, 1234, 1000, None);
+            buf[voff..].iter_mut().enumerate().for_each(|(i, b)| *b = i as u8);
+            set_fetched(&mut buf);
+            set_meta_state(&mut buf, true, false);
+            set_key_binary(&mut buf, true);
+            let h = decode(&buf);
+            let (hdr, n) = moved_header(&buf, 0xfeed);
+            let mut moved = hdr[..n].to_vec();
+            moved.extend_from_slice(&buf[h.key_off..]);
+            assert_ne!(moved[0], PAD);
+            let m = decode(&moved);
+            assert_eq!(m.cas, Some(0xfeed));
+            assert_eq!((m.klen, m.vlen, m.flags, m.exptime, m.atime), (h.klen, h.vlen, h.flags, h.exptime, h.atime));
+            assert_eq!((m.fetched, m.stale, m.token_sent, m.key_binary), (true, true, false, true));
+            assert_eq!(&moved[m.key_off..m.key_off + m.klen], key);
+            assert_eq!(&moved[m.val_off()..], &buf[h.val_off()..]);
+            assert_eq!(m.total(), moved.len());
+            assert_eq!(m.total(), item_len_cas(key.len(), vlen, flags, Some(1)));
+            // Moving again keeps the same header.
+            let (again, n2) = moved_header(&moved, 0xfeed);
+            assert_eq!(&again[..n2], &moved[..n2]);
+            set_exptime(&mut moved, 99);
+            set_atime(&mut moved, 1001);
+            let m = decode(&moved);
+            assert_eq!((m.exptime, m.atime, m.cas), (99, 1001, Some(0xfeed)));
+        }
     }
 
     #[test]

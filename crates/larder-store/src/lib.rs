@@ -18,8 +18,10 @@
 //! the generation counter; its lock is taken only when a shard needs a fresh
 //! segment, i.e. once per segment's worth of writes. When the budget is
 //! exhausted a shard evicts a whole segment chosen by the
-//! [`evict`](crate::evict) policy: from itself, or from another shard it can
-//! `try_lock` (never a blocking second lock, so no deadlock). Readers copy
+//! [`evict`](crate::evict) policy (segment S3-FIFO: items that earned it
+//! are copied to a main-queue segment, the rest die): from itself, or from
+//! another shard it can `try_lock` (never a blocking second lock, so no
+//! deadlock). Readers copy
 //! out inside the `read` callback under the shard lock, so no segment can be
 //! recycled under them.
 //!
@@ -33,24 +35,29 @@
 //! 0       1      control: bits 0-1 = value-length width - 1 (1..4 bytes),
 //!                bit 2 = client flags present, bit 3 = fetched,
 //!                bit 4 = stale, bit 5 = win token sent (meta protocol),
-//!                bits 6-7 = 0 (0xC0 alone is a one-byte pad, see below)
+//!                bit 6 = key sent base64 (meta `b`), bit 7 = explicit
+//!                CAS (meta `E`, or moved by eviction; such items use
+//!                w >= 2, so 0xC0 alone is a one-byte pad, see below)
 //! 1       1      key length (1..=250)
 //! 2       w      value length (w = 1..4 bytes, smallest that fits)
 //! 2+w     4      exptime (absolute server time, 0 = never; touch patches it)
 //! 6+w     2      last access (server seconds mod 65536; fetches patch it)
 //! 8+w     4      client flags, present only when non-zero
+//! ..      8      explicit CAS, present only with bit 7
 //! ..      klen   key
 //! ..      vlen   value
 //! ```
 //!
 //! Header: 9 bytes for values < 256 bytes without flags (10 up to 64 KiB,
-//! +4 with flags). There is no CAS field and no next pointer: the CAS of an
-//! item is `(segment generation << 24) | offset`, unique because every
+//! +4 with flags). There is no next pointer and normally no CAS field: the
+//! CAS of an item is `(segment generation << 24) | offset`, unique because every
 //! segment installation draws a new generation from a global counter and an
 //! offset within a generation is written once. CAS never repeats, so a CAS
 //! can never be reused by a later mutation of the same key; and within a
 //! shard (so for every key) it only grows, like memcached's. Touch/gat
-//! patch only the exptime and keep the CAS, as memcached does.
+//! patch only the exptime and keep the CAS, as memcached does. An item that
+//! eviction moves to another place (see [`evict`](crate::evict)) takes its
+//! CAS along in an 8-byte field, so moving is invisible to clients.
 //!
 //! An item larger than a segment is a *large object*: a buffer of exactly
 //! its size holding the same layout at offset 0, tracked like a segment
@@ -84,15 +91,18 @@
 //! item. `flush_all` records (sequence, time) in one atomic word; each shard
 //! applies it on its next operation once due, by remembering the highest
 //! segment generation it holds (all items in segments up to that generation
-//! are flushed) and closing its open segment: no per-item work. Evicting a
-//! segment walks its items, unlinks those still indexed and counts them as
-//! evicted, reclaimed (expired) or flushed; a segment whose last live item
-//! is deleted or replaced is freed at once.
+//! are flushed) and closing its open segments: no per-item work. Evicting a
+//! segment walks its items, moves those the policy keeps, unlinks the other
+//! ones still indexed and counts them as evicted, reclaimed (expired) or
+//! flushed; a segment whose last live item is deleted or replaced is freed
+//! at once.
 
 mod arith;
 mod conditional;
 mod dump;
 mod evict;
+#[cfg(test)]
+mod evict_tests;
 mod hash;
 mod index;
 mod item;
@@ -104,7 +114,7 @@ mod shard;
 pub use conditional::{ArithOutcome, DeleteOutcome};
 pub use meta::{MetaGet, MetaItem, WriteOptions};
 pub use dump::{item_bytes, last_sizes, Departure, DepartureHook, DumpItem};
-use evict::{EvictionPolicy, Fifo, Want};
+use evict::{EvictionPolicy, S3Fifo, Want, MAX_COPYING_EVICTIONS};
 use hash::KeyHasher;
 use index::{Index, Loc, MAX_SEGMENT_SIZE};
 use pool::Pool;
@@ -154,6 +164,11 @@ struct Locked<'a> {
 
 impl Store {
     pub fn new(config: Config) -> Result<Store, ConfigError> {
+        Store::with_policy(config, Box::new(S3Fifo))
+    }
+
+    /// A store evicting with `policy` (tests compare policies).
+    pub(crate) fn with_policy(config: Config, policy: Box<dyn EvictionPolicy>) -> Result<Store, ConfigError> {
         let Config { memory_limit, item_size_max, segment_size, evict } = config;
         if !(MIN_SEGMENT_SIZE..=MAX_SEGMENT_SIZE).contains(&segment_size) {
             return Err(ConfigError(format!(
@@ -193,7 +208,7 @@ impl Store {
             published,
             pool,
             hasher,
-            policy: Box::new(Fifo),
+            policy,
             flush: AtomicU64::new(0),
             flush_lock: Mutex::new(()),
             segment_size,
@@ -354,8 +369,9 @@ impl Store {
         let old_size = old_loc.map_or(0, |o| l.g.header(o).total() as u64);
         let Some(loc) = self.reserve(&mut l, size, protect, now) else {
             if mode == Mode::Set {
-                if let Some(pos) = old_loc.and_then(|o| l.g.index.find_loc(h, o)) {
-                    l.g.unlink(pos, old_loc.unwrap(), Why::Deleted, &self.pool);
+                // Looked up again: eviction may have moved the old item.
+                if let Found::Live(pos, old) = l.g.lookup(h, key, now, &self.pool) {
+                    l.g.unlink(pos, old, Why::Deleted, &self.pool);
                 }
             }
             return StoreResult::OutOfMemory;
@@ -513,6 +529,7 @@ impl Store {
             return None;
         }
         let mut idle = 0;
+        let mut evictions = 0;
         let mut order = Vec::with_capacity(self.shards.len());
         for _ in 0..100_000 {
             if l.g.segs.has_free_id() {
@@ -524,8 +541,10 @@ impl Store {
                     return got;
                 }
             }
-            if self.evict_one(l, large.is_some(), protect, now, &mut order) {
+            let plain = evictions >= MAX_COPYING_EVICTIONS;
+            if self.evict_one(l, large.is_some(), protect, now, plain, &mut order) {
                 idle = 0;
+                evictions += 1;
                 continue;
             }
             idle += 1;
@@ -539,14 +558,25 @@ impl Store {
 
     /// Evicts one segment, from the own shard or one that can be locked
     /// without waiting. `discard`: release its bytes rather than keep the
-    /// buffer as a spare. Whether anything was freed.
-    fn evict_one(&self, l: &mut Locked<'_>, discard: bool, protect: u32, now: Time, order: &mut Vec<usize>) -> bool {
+    /// buffer as a spare. `plain`: let no item survive, whatever the
+    /// policy. Whether anything was freed (or, when survivors were compacted
+    /// into the victim, made room).
+    #[allow(clippy::too_many_arguments)]
+    fn evict_one(&self, l: &mut Locked<'_>, discard: bool, protect: u32, now: Time, plain: bool, order: &mut Vec<usize>) -> bool {
         let oldest: Vec<u64> = self.published.iter().map(|p| p.oldest.load(Ordering::Relaxed)).collect();
         // Out of segment ids in this shard: only its own segments help.
         let own_only = !l.g.segs.has_free_id();
-        self.policy.shard_order(l.n, &oldest, order);
+        self.policy.shard_order(l.n, &oldest, discard, order);
         let flush = self.flush.load(Ordering::Acquire);
         let second = if self.evict { Want::Evict } else { Want::Reclaim };
+        let keep = !plain && self.policy.keeps_survivors();
+        let evict = |g: &mut Shard, id: u32, want: Want| {
+            if keep && want == Want::Evict {
+                g.evict_keeping(id, now, &self.pool)
+            } else {
+                Some(g.evict_segment(id, now))
+            }
+        };
         for want in [Want::Free, second] {
             for &v in order.iter() {
                 if own_only && v != l.n {
@@ -559,7 +589,7 @@ impl Store {
                 }
                 let seg = if v == l.n {
                     match self.policy.pick(&l.g, protect, now, want) {
-                        Some(id) => l.g.evict_segment(id, now),
+                        Some(id) => evict(&mut l.g, id, want),
                         None => {
                             if want == Want::Free {
                                 l.g.publish_free_at();
@@ -571,7 +601,7 @@ impl Store {
                     let Ok(mut g) = self.shards[v].0.try_lock() else { continue };
                     g.apply_flush(flush, now, &self.pool);
                     match self.policy.pick(&g, 0, now, want) {
-                        Some(id) => g.evict_segment(id, now),
+                        Some(id) => evict(&mut g, id, want),
                         None => {
                             if want == Want::Free {
                                 g.publish_free_at();
@@ -580,10 +610,15 @@ impl Store {
                         }
                     }
                 };
-                if discard {
-                    self.pool.discard(seg.buf);
-                } else {
-                    self.pool.give_back(seg.buf, seg.large);
+                // None: survivors were compacted into the victim, which
+                // stays as the open main segment; the next victim's
+                // survivors fill its free room.
+                if let Some(seg) = seg {
+                    if discard {
+                        self.pool.discard(seg.buf);
+                    } else {
+                        self.pool.give_back(seg.buf, seg.large);
+                    }
                 }
                 return true;
             }

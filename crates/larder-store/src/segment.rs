@@ -31,12 +31,16 @@ pub struct Segment {
     pub max_exp: u32,
     /// CAS of a large object's item (regular items derive theirs).
     pub cas: u64,
+    /// In the main queue of segment S3-FIFO ([`evict`](crate::evict)):
+    /// holds items that survived an eviction. New writes go to segments
+    /// without this flag (the small queue).
+    pub main: bool,
 }
 
 impl Segment {
     pub fn new(buf: Box<[u8]>, gen: u64, large: bool) -> Segment {
         let write_off = if large { buf.len() } else { 0 };
-        Segment { buf, gen, write_off, live_bytes: 0, live_items: 0, large, max_exp: 0, cas: 0 }
+        Segment { buf, gen, write_off, live_bytes: 0, live_items: 0, large, max_exp: 0, cas: 0, main: false }
     }
 
     pub fn free_space(&self) -> usize {
@@ -96,6 +100,15 @@ impl SegTable {
         self.count += 1;
         self.fifo.push_back((id, gen));
         id
+    }
+
+    /// Gives a segment a new generation and moves it to the young end of
+    /// the queue (its old queue entry goes stale and is skipped): a segment
+    /// whose items were rewritten in place by compaction.
+    pub fn requeue(&mut self, id: u32, gen: u64) {
+        self.get_mut(id).gen = gen;
+        self.fifo.push_back((id, gen));
+        self.trim_fifo();
     }
 
     /// Removes a segment, returning it.
@@ -212,6 +225,19 @@ mod tests {
         t.remove(a);
         assert_eq!(t.oldest_gen(), 3);
         assert_eq!(t.count(), 2);
+    }
+
+    #[test]
+    fn requeue_moves_to_the_young_end() {
+        let mut t = SegTable::new();
+        let a = t.install(seg(1, false));
+        let b = t.install(seg(2, false));
+        t.requeue(a, 3);
+        assert_eq!(t.oldest_first().collect::<Vec<_>>(), vec![b, a]);
+        assert_eq!(t.oldest_gen(), 2);
+        assert_eq!(t.get(a).gen, 3);
+        t.remove(b);
+        assert_eq!(t.oldest_gen(), 3);
     }
 
     #[test]

@@ -3,13 +3,15 @@
 //! flush, linking and unlinking items with byte accounting, index growth
 //! (incremental: each lookup migrates a few buckets), and evicting one of
 //! its segments (walking it and unlinking what is
-//! still live).
+//! still live, or — for segment S3-FIFO — copying the items that earned it
+//! to the open main segment; see [`Shard::evict_keeping`]).
 //!
 //! Accounting invariants (checked by tests through `Stats`):
 //! `live_bytes` = sum of the sizes of indexed items, `written_bytes` = sum of
 //! the append offsets of this shard's segments, so dead bytes are the
 //! difference. A segment whose last live item goes away is freed at once
-//! unless it is the open segment.
+//! unless it is an open segment (`open` for new writes, `open_main` for
+//! eviction survivors).
 
 use crate::evict::{EvictionPolicy, Want};
 use crate::hash::KeyHasher;
@@ -87,6 +89,8 @@ pub(crate) struct Shard {
     pub segs: SegTable,
     /// Segment receiving appends; 0 = none.
     pub open: u32,
+    /// Main-queue segment receiving eviction survivors; 0 = none.
+    pub open_main: u32,
     /// Items in segments with a generation <= this are flushed.
     flush_gen: u64,
     /// Last `flush_all` sequence number applied here.
@@ -109,6 +113,7 @@ impl Shard {
             index: Index::new(index_buckets),
             segs: SegTable::new(),
             open: 0,
+            open_main: 0,
             flush_gen: 0,
             flush_seq: 0,
             max_gen: 0,
@@ -144,6 +149,10 @@ impl Shard {
             self.flush_seq = seq;
             self.flush_gen = self.max_gen;
             self.close_open(pool);
+            let main = std::mem::replace(&mut self.open_main, 0);
+            if main != 0 {
+                self.free_if_empty(main, pool);
+            }
             self.publish();
         }
     }
@@ -164,7 +173,7 @@ impl Shard {
     /// a large object, the pair reserved when it was installed.
     pub fn cas(&self, loc: Loc) -> u64 {
         if let Some(cas) = self.header(loc).cas {
-            return cas; // written with meta `E`
+            return cas; // written with meta `E`, or moved by eviction
         }
         let seg = self.segs.get(loc.seg);
         if seg.large {
@@ -181,7 +190,7 @@ impl Shard {
             key: &b[h.key_off..h.key_off + h.klen],
             value: &b[h.val_off()..h.total()],
             flags: h.flags,
-            cas: self.cas(loc),
+            cas: h.cas.unwrap_or_else(|| self.cas(loc)),
             exptime: h.exptime,
         }
     }
@@ -276,7 +285,7 @@ impl Shard {
     }
 
     fn free_if_empty(&mut self, id: u32, pool: &Pool) {
-        if id != self.open && self.segs.get(id).live_items == 0 {
+        if id != self.open && id != self.open_main && self.segs.get(id).live_items == 0 {
             let seg = self.remove_segment(id);
             pool.give_back(seg.buf, seg.large);
         }
@@ -285,6 +294,9 @@ impl Shard {
     fn remove_segment(&mut self, id: u32) -> Segment {
         if id == self.open {
             self.open = 0;
+        }
+        if id == self.open_main {
+            self.open_main = 0;
         }
         let seg = self.segs.remove(id);
         self.st.written_bytes -= seg.write_off as u64;
@@ -358,8 +370,7 @@ impl Shard {
         let pool = env.pool;
         let hdr = self.header(loc);
         self.account_live(loc, hdr.total(), hdr.exptime, count_total);
-        if let Some(pos) = old.and_then(|o| self.index.find_loc(h, o)) {
-            let old = old.unwrap();
+        if let Some((pos, old)) = old.and_then(|o| self.find_moved(h, o, loc)) {
             self.index.replace(pos, loc);
             self.account_dead(old, Why::Replaced);
             self.free_if_empty(old.seg, pool);
@@ -372,6 +383,18 @@ impl Shard {
             self.free_if_empty(loc.seg, pool);
             false
         }
+    }
+
+    /// The index entry of the item that was at `old` — still there, or
+    /// moved by an eviction that kept it (segment S3-FIFO copies survivors)
+    /// and found by the key of the new version at `new`. Nothing when the
+    /// old item has gone.
+    pub fn find_moved(&self, h: u64, old: Loc, new: Loc) -> Option<(Pos, Loc)> {
+        if let Some(pos) = self.index.find_loc(h, old) {
+            return Some((pos, old));
+        }
+        let key = self.key_at(new);
+        self.index.find(h, |l| l != new && key_in(&self.segs, l) == key)
     }
 
     fn link_new(&mut self, h: u64, loc: Loc, env: &Env<'_>) -> bool {
@@ -500,6 +523,123 @@ impl Shard {
         }
         debug_assert_eq!(self.segs.get(id).live_items, 0);
         self.remove_segment(id)
+    }
+
+    /// Moves the surviving item at `loc` (header `h`, in victim `victim`)
+    /// to the open main segment or, failing that, to offset `*compact` of
+    /// the victim, carrying its CAS; points its index slot (`pos`) at the
+    /// copy with the decayed counter. `false` if it fits nowhere (moved
+    /// items grow by their CAS field, and compaction in place must not
+    /// overwrite items not yet walked): it then dies like the others.
+    fn keep_moved(&mut self, victim: u32, loc: Loc, h: &Header, from_main: bool, pos: Pos, compact: &mut Option<usize>) -> bool {
+        let f = self.index.freq(pos);
+        let nf = if from_main { f - 1 } else { 0 };
+        let size = h.total();
+        let cas = self.cas(loc);
+        let (hdr, hlen) = item::moved_header(self.segs.bytes(victim, loc.off), cas);
+        let body = size - h.key_off;
+        let new_size = hlen + body;
+        let main = self.open_main;
+        let dst = if compact.is_none() && main != 0 && main != victim && self.segs.get(main).free_space() >= new_size {
+            let m = self.segs.get_mut(main);
+            let d = m.write_off;
+            m.write_off += new_size;
+            m.live_bytes += new_size;
+            m.live_items += 1;
+            m.note_exptime(h.exptime);
+            let v = self.segs.get_mut(victim);
+            v.live_bytes -= size;
+            v.live_items -= 1;
+            self.st.written_bytes += new_size as u64;
+            Loc { seg: main, off: d as u32 }
+        } else {
+            let d = compact.unwrap_or(0);
+            if d + new_size > loc.off as usize + size {
+                return false;
+            }
+            *compact = Some(d + new_size);
+            let v = self.segs.get_mut(victim);
+            v.live_bytes += new_size - size;
+            Loc { seg: victim, off: d as u32 }
+        };
+        self.st.live_bytes += (new_size - size) as u64;
+        if dst != loc || hlen != h.key_off {
+            // Body first: in place, the new header may cover the old body's
+            // start. Within one segment the copy is a memmove.
+            self.segs.copy(victim, loc.off as usize + h.key_off, dst.seg, dst.off as usize + hlen, body);
+            let d = dst.off as usize;
+            self.segs.get_mut(dst.seg).buf[d..d + hlen].copy_from_slice(&hdr[..hlen]);
+        }
+        self.index.relocate(pos, dst, nf);
+        true
+    }
+
+    /// Evicts segment `id` the segment S3-FIFO way: a live, unexpired item
+    /// survives if it earned it — from a small-queue segment, hit at least
+    /// once since written (counter reset to 0); from a main-queue segment,
+    /// counter > 0 (counter − 1: a CLOCK second chance) — and everything
+    /// else goes as in [`evict_segment`](Self::evict_segment).
+    ///
+    /// Survivors are copied to the open main segment, their index slots
+    /// pointed at the copies. When it is full (or there is none), the rest
+    /// are compacted to the front of the victim itself, which gets a fresh
+    /// generation and becomes the open main segment — so keeping survivors
+    /// never needs a spare segment. Returns the segment if it was freed,
+    /// `None` if it became the open main segment. A moved item carries its
+    /// CAS in its header (8 bytes more), so clients never see it change.
+    /// Large objects, and flushed or fully expired segments, are evicted
+    /// plainly.
+    pub fn evict_keeping(&mut self, id: u32, now: Time, pool: &Pool) -> Option<Segment> {
+        let seg = self.segs.get(id);
+        if seg.large || self.is_flushed(id) || seg.all_expired(now) {
+            return Some(self.evict_segment(id, now));
+        }
+        let from_main = seg.main;
+        let end = seg.write_off;
+        if id == self.open {
+            self.open = 0;
+        }
+        // Where in-place compaction writes next, once it has started.
+        let mut compact: Option<usize> = None;
+        let mut off = 0;
+        while off < end {
+            if self.segs.get(id).buf[off] == item::PAD {
+                off += 1;
+                continue;
+            }
+            let loc = Loc { seg: id, off: off as u32 };
+            let h = self.header(loc);
+            let size = h.total();
+            let key_hash = self.hasher.hash(self.key_at(loc));
+            if let Some(pos) = self.index.find_loc(key_hash, loc) {
+                let f = self.index.freq(pos);
+                if !h.expired(now) && f > 0 && self.keep_moved(id, loc, &h, from_main, pos, &mut compact) {
+                    // moved
+                } else {
+                    let why = if h.expired(now) { Why::Expired } else { Why::Evicted };
+                    self.index.remove(pos);
+                    self.account_dead(loc, why);
+                }
+            }
+            off += size;
+        }
+        let Some(len) = compact else {
+            debug_assert_eq!(self.segs.get(id).live_items, 0);
+            return Some(self.remove_segment(id));
+        };
+        let gen = pool.next_gen();
+        self.max_gen = self.max_gen.max(gen);
+        let seg = self.segs.get_mut(id);
+        self.st.written_bytes -= (seg.write_off - len) as u64;
+        seg.write_off = len;
+        seg.main = true;
+        self.segs.requeue(id, gen);
+        let prev = std::mem::replace(&mut self.open_main, id);
+        if prev != 0 && prev != id {
+            self.free_if_empty(prev, pool);
+        }
+        self.publish();
+        None
     }
 }
 
