@@ -481,19 +481,13 @@ pub enum BinParsed<'a> {
     Close,
 }
 
-/// memcached's `sizeof(item)` on 64-bit builds.
-const ITEM_HEADER: u64 = 48;
-/// The CAS value memcached stores with every item unless run with `-C`.
-const ITEM_CAS: u64 = 8;
-
 /// The size memcached compares against `-I` for an item: header, cas, key
-/// plus a NUL, 4 bytes of flags when non-zero, the value plus `\r\n`. (The
-/// same formula as the text protocol's `item_size`.) With `-I 1m`, key `k`
+/// plus a NUL, 4 bytes of flags when non-zero, the value plus `\r\n`: the
+/// text protocol's [`crate::text::item_size`], as a `u64`. With `-I 1m`, key `k`
 /// and flags 0, memcached 1.6.18 stores a 1048516-byte value and answers a
 /// 1048517-byte one with `E2BIG`; with non-zero flags the limit is 4 less.
 pub fn item_size(key_len: usize, flags: u32, value_len: usize) -> u64 {
-    let flags_len = if flags == 0 { 0 } else { 4 };
-    ITEM_HEADER + ITEM_CAS + key_len as u64 + 1 + flags_len + value_len as u64 + 2
+    crate::text::item_size(key_len, flags, value_len) as u64
 }
 
 fn be16(b: &[u8]) -> u16 {
