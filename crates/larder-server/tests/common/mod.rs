@@ -22,30 +22,48 @@ pub fn binary() -> &'static str {
 
 impl Larder {
     /// Start larder with `args` (plus `-p <free port> -U 0` unless given).
+    ///
+    /// A free port can be taken by another test's server between our check
+    /// and larder's bind; then larder exits and a connection would reach the
+    /// other server. So a start only counts once `stats` answers with our
+    /// child's pid; otherwise try another port.
     pub fn start(args: &[&str]) -> Larder {
-        let port = free_port();
-        let mut cmd = Command::new(binary());
-        let port_s = port.to_string();
-        cmd.args(["-p", &port_s]);
-        if !args.contains(&"-U") {
-            cmd.args(["-U", "0"]);
+        for _ in 0..10 {
+            let port = free_port();
+            let mut cmd = Command::new(binary());
+            let port_s = port.to_string();
+            cmd.args(["-p", &port_s]);
+            if !args.contains(&"-U") {
+                cmd.args(["-U", "0"]);
+            }
+            cmd.args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::inherit());
+            let child = cmd.spawn().expect("start larder");
+            let mut l = Larder { child, port };
+            if l.wait_ready() {
+                return l;
+            }
+            let _ = l.child.kill();
+            let _ = l.child.wait();
         }
-        cmd.args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::inherit());
-        let child = cmd.spawn().expect("start larder");
-        let l = Larder { child, port };
-        l.wait_ready();
-        l
+        panic!("larder did not start on a free port in 10 tries");
     }
 
-    fn wait_ready(&self) {
+    /// Whether our child answers on `port` (false: it exited, or someone
+    /// else's server answers there).
+    fn wait_ready(&mut self) -> bool {
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
-            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-                return;
+            if self.child.try_wait().ok().flatten().is_some() {
+                return false;
+            }
+            if let Ok(s) = TcpStream::connect(("127.0.0.1", self.port)) {
+                let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut c = Client { reader: BufReader::new(s) };
+                return c.try_pid() == Some(self.child.id() as u64);
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        panic!("larder did not start on port {}", self.port);
+        false
     }
 
     pub fn connect(&self) -> Client {
@@ -130,6 +148,24 @@ impl Client {
             let mut parts = l.trim_end().splitn(3, ' ');
             assert_eq!(parts.next(), Some("STAT"), "bad stats line {l:?}");
             out.push((parts.next().unwrap().to_string(), parts.next().unwrap_or("").to_string()));
+        }
+    }
+
+    /// The server's pid from `stats`, if it answers like a memcached.
+    fn try_pid(&mut self) -> Option<u64> {
+        self.reader.get_mut().write_all(b"stats\r\n").ok()?;
+        let mut pid = None;
+        loop {
+            let mut l = String::new();
+            if self.reader.read_line(&mut l).ok()? == 0 {
+                return None;
+            }
+            if l == "END\r\n" {
+                return pid;
+            }
+            if let Some(v) = l.strip_prefix("STAT pid ") {
+                pid = v.trim_end().parse().ok();
+            }
         }
     }
 
