@@ -31,6 +31,12 @@ impl GraceConfig {
         self.default > 0 || !self.prefixes.is_empty()
     }
 
+    /// The longest grace any key gets: expired items stay readable that
+    /// long, so nothing younger than that may be reclaimed ahead of need.
+    pub fn longest(&self) -> u32 {
+        self.prefixes.iter().map(|&(_, g)| g).fold(self.default, u32::max)
+    }
+
     /// Grace seconds for `key`: the longest matching prefix, else the default.
     pub fn for_key(&self, key: &[u8]) -> u32 {
         let mut best: Option<(usize, u32)> = None;

@@ -4,8 +4,9 @@
 //! Each wake-up handles every ready connection; a connection that used up its
 //! read budget is run again on the next turn of the loop (after the others),
 //! so one flooding client cannot starve the rest. Once a second the worker
-//! closes connections idle past `-o idle_timeout`, and worker 0 runs the
-//! observer's housekeeping (`Observer::maintain`).
+//! closes connections idle past `-o idle_timeout`, frees its share of the
+//! store's wholly expired segments (`Store::reclaim_expired`), and worker 0
+//! runs the observer's housekeeping (`Observer::maintain`).
 //!
 //! The worker owns its [`Obs`] (its `ObserverWorker`): the executors feed it
 //! per request; it acknowledges the observer before blocking in `poll`
@@ -141,6 +142,12 @@ impl Worker {
             if now != last_sweep {
                 last_sweep = now;
                 self.sweep_idle(now);
+                // Expired segments go back to the pool now, not when memory
+                // runs out (each worker takes its share of the shards; here,
+                // so that departures reach this worker's observer). Items in
+                // grace (`-o grace`) are kept as long as it lasts.
+                let horizon = now.saturating_sub(srv.settings.grace.longest());
+                srv.store.reclaim_expired(horizon, self.id, srv.settings.threads);
                 if self.id == 0 {
                     srv.observer.maintain();
                 }

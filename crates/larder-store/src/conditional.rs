@@ -76,10 +76,12 @@ impl Store {
         let mut buf = [0u8; 20];
         let digits = arith::digits(n, &mut buf);
         let vlen = arith::new_len(oh.vlen, digits.len());
-        let size = item::item_len_cas(key.len(), vlen, oh.flags, new_cas);
-        let Some(loc) = self.reserve(&mut l, size, 0, now) else {
+        let old_cas = l.g.cas(old);
+        let size = |cas| item::item_len_cas(key.len(), vlen, oh.flags, cas);
+        let Some((loc, new_cas)) = self.reserve_version(&mut l, oh.exptime, now, 0, Some(old_cas), new_cas, size) else {
             return ArithOutcome::OutOfMemory;
         };
+        let size = size(new_cas);
         let bytes = l.g.item_bytes_mut(loc);
         let voff = item::encode_cas(bytes, key, vlen, oh.flags, oh.exptime, now, new_cas);
         arith::write(&mut bytes[voff..], digits);

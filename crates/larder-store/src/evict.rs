@@ -96,7 +96,7 @@ fn oldest_first(me: usize, oldest: &[u64], out: &mut Vec<usize>) {
 }
 
 /// A segment that loses nothing if reclaimed (every item expired or flushed).
-fn free_segment(shard: &Shard, protect: u32, now: Time) -> Option<u32> {
+pub(crate) fn free_segment(shard: &Shard, protect: u32, now: Time) -> Option<u32> {
     // Wherever it is in the queue (segments are few: a scan per segment's
     // worth of writes is cheap).
     shard.segs.oldest_first().find(|&id| id != protect && (shard.segs.get(id).all_expired(now) || shard.is_flushed(id)))
@@ -164,7 +164,7 @@ impl EvictionPolicy for S3Fifo {
                 }
             } else {
                 small += 1;
-                if id != shard.open && oldest_small.is_none() {
+                if !shard.is_open(id) && oldest_small.is_none() {
                     oldest_small = Some(id);
                 }
             }

@@ -13,7 +13,8 @@
 //! The hash picks one of N shards (a power of two: up to 16 for
 //! concurrency, fewer for small memory limits, more — up to 256 — for very
 //! large ones so that no shard's index grows huge); each shard is a `Mutex` around its own index, its own
-//! segments and its own open segment ([`shard`](crate::shard)). The global
+//! segments and its own open segments, one per TTL class in use
+//! ([`shard`](crate::shard), [`ttl`](crate::ttl)). The global
 //! [`pool`](crate::pool) holds the memory budget, spare segment buffers and
 //! the generation counter; its lock is taken only when a shard needs a fresh
 //! segment, i.e. once per segment's worth of writes. When the budget is
@@ -53,8 +54,11 @@
 //! CAS of an item is `(segment generation << 24) | offset`, unique because every
 //! segment installation draws a new generation from a global counter and an
 //! offset within a generation is written once. CAS never repeats, so a CAS
-//! can never be reused by a later mutation of the same key; and within a
-//! shard (so for every key) it only grows, like memcached's. Touch/gat
+//! can never be reused by a later mutation of the same key; and for every
+//! key it only grows, like memcached's: a new version normally lands after
+//! the old one (later in the same open segment, or in a newer one), and
+//! when it would land in an older open segment — its key changed TTL class
+//! — it stores a fresh CAS (a new generation) in the 8-byte field. Touch/gat
 //! patch only the exptime and keep the CAS, as memcached does. An item that
 //! eviction moves to another place (see [`evict`](crate::evict)) takes its
 //! CAS along in an 8-byte field, so moving is invisible to clients.
@@ -87,8 +91,14 @@
 //!
 //! # Expiry, flush, eviction
 //!
-//! Reads check expiry lazily (`now >= exptime`, exptime != 0) and remove the
-//! item. `flush_all` records (sequence, time) in one atomic word; each shard
+//! Items are appended to the open segment of their TTL class, so items
+//! that expire around the same time share segments ([`ttl`](crate::ttl)). A
+//! segment records the latest expiry of anything written or touched in it;
+//! once that has passed, the whole segment is free. Such segments are taken
+//! before any live data whenever memory is needed, and
+//! [`Store::reclaim_expired`] (the server's workers call it once a second)
+//! frees them without waiting for pressure. Reads also check expiry lazily
+//! (`now >= exptime`, exptime != 0) and remove the item. `flush_all` records (sequence, time) in one atomic word; each shard
 //! applies it on its next operation once due, by remembering the highest
 //! segment generation it holds (all items in segments up to that generation
 //! are flushed) and closing its open segments: no per-item work. Evicting a
@@ -110,6 +120,7 @@ mod meta;
 mod pool;
 mod segment;
 mod shard;
+mod ttl;
 
 pub use conditional::{ArithOutcome, DeleteOutcome};
 pub use meta::{MetaGet, MetaItem, WriteOptions};
@@ -199,9 +210,17 @@ impl Store {
         pool.force_reserve(index_bytes);
         let hasher = KeyHasher::new();
         let published: Vec<Arc<Published>> = (0..nshards).map(|_| Arc::default()).collect();
+        // Open segments per shard (one per TTL class in use, see `ttl`):
+        // one per 8 segments a shard gets, so that their partly filled
+        // buffers stay a small part of memory.
+        let max_open = (segments / nshards / 8).clamp(1, ttl::TTL_CLASSES);
         let shards = published
             .iter()
-            .map(|o| Padded(Mutex::new(Shard::new(INITIAL_BUCKETS, hasher.clone(), o.clone()))))
+            .map(|o| {
+                let mut sh = Shard::new(INITIAL_BUCKETS, hasher.clone(), o.clone());
+                sh.max_open = max_open;
+                Padded(Mutex::new(sh))
+            })
             .collect();
         Ok(Store {
             shards,
@@ -363,11 +382,12 @@ impl Store {
             }
             _ => (flags, exptime, value.len(), None),
         };
-        let size = item::item_len_cas(key.len(), vlen, flags, new_cas);
         let protect = old_val.map_or(0, |(seg, _, _)| seg);
         // Read before `reserve`, which may evict the old item's segment.
         let old_size = old_loc.map_or(0, |o| l.g.header(o).total() as u64);
-        let Some(loc) = self.reserve(&mut l, size, protect, now) else {
+        let old_cas = old_loc.map(|o| l.g.cas(o));
+        let size = |cas| item::item_len_cas(key.len(), vlen, flags, cas);
+        let Some((loc, new_cas)) = self.reserve_version(&mut l, exptime, now, protect, old_cas, new_cas, size) else {
             if mode == Mode::Set {
                 // Looked up again: eviction may have moved the old item.
                 if let Found::Live(pos, old) = l.g.lookup(h, key, now, &self.pool) {
@@ -376,6 +396,7 @@ impl Store {
             }
             return StoreResult::OutOfMemory;
         };
+        let size = size(new_cas);
         let voff = item::encode_cas(l.g.item_bytes_mut(loc), key, vlen, flags, exptime, now, new_cas);
         if let Some((_, token_sent)) = stale_state {
             item::set_meta_state(l.g.item_bytes_mut(loc), true, token_sent);
@@ -458,6 +479,33 @@ impl Store {
         }
     }
 
+    /// Frees every segment (and large object) whose items have all
+    /// expired or been flushed, without waiting for memory pressure, in the
+    /// shards `part, part + parts, …` (so that `parts` callers — the
+    /// server's workers, once a second — share the work). Items still
+    /// indexed there count as `reclaimed`, as memcached's LRU crawler counts
+    /// them. Shards whose published [`Published::free_at`] says nothing is
+    /// due are skipped without taking their lock. Returns segments freed.
+    pub fn reclaim_expired(&self, now: Time, part: usize, parts: usize) -> usize {
+        let flush = self.flush.load(Ordering::Acquire);
+        let mut freed = 0;
+        for (n, sh) in self.shards.iter().enumerate().skip(part).step_by(parts.max(1)) {
+            let flush_due = flush >> 32 != 0 && now >= flush as u32;
+            if !flush_due && self.published[n].free_at.load(Ordering::Relaxed) > now {
+                continue;
+            }
+            let mut g = sh.0.lock().unwrap_or_else(|e| e.into_inner());
+            g.apply_flush(flush, now, &self.pool);
+            while let Some(id) = evict::free_segment(&g, 0, now) {
+                let seg = g.evict_segment(id, now);
+                self.pool.give_back(seg.buf, seg.large);
+                freed += 1;
+            }
+            g.publish_free_at();
+        }
+        freed
+    }
+
     /// Change the memory limit at run time (`cache_memlimit`).
     pub fn set_memory_limit(&self, bytes: usize) -> Result<(), ConfigError> {
         if bytes < self.segment_size {
@@ -497,13 +545,40 @@ impl Store {
         s
     }
 
-    /// Space for an item of `size` bytes in the locked shard: in its open
-    /// segment, a fresh segment, or a large object. `protect` (a segment id
-    /// of this shard, 0 = none) is not evicted meanwhile.
-    fn reserve(&self, l: &mut Locked<'_>, size: usize, protect: u32, now: Time) -> Option<Loc> {
+    /// Space for a new version of an item expiring at `exptime`, in the
+    /// open segment of its TTL class (see [`ttl`]), and the explicit CAS it
+    /// stores: `new_cas` if given (meta `E`), else a fresh one when its
+    /// derived CAS would not exceed `old_cas`, the replaced version's (see
+    /// [`Shard::needs_fresh_cas`]). `size(cas)`: the item's bytes with that
+    /// CAS field. `protect` as in [`reserve`](Self::reserve).
+    #[allow(clippy::too_many_arguments)]
+    fn reserve_version(
+        &self,
+        l: &mut Locked<'_>,
+        exptime: Time,
+        now: Time,
+        protect: u32,
+        old_cas: Option<u64>,
+        new_cas: Option<u64>,
+        size: impl Fn(Option<u64>) -> usize,
+    ) -> Option<(Loc, Option<u64>)> {
+        let slot = l.g.open_slot(exptime, now, &self.pool);
+        let cas = new_cas.or_else(|| {
+            let old = old_cas?;
+            l.g.needs_fresh_cas(slot, size(None), old).then(|| self.pool.next_gen() << 24)
+        });
+        let loc = self.reserve(l, size(cas), protect, now, slot)?;
+        Some((loc, cas))
+    }
+
+    /// Space for an item of `size` bytes in the locked shard: in the open
+    /// segment of `slot` (a TTL class), a fresh segment, or a large object.
+    /// `protect` (a segment id of this shard, 0 = none) is not evicted
+    /// meanwhile.
+    fn reserve(&self, l: &mut Locked<'_>, size: usize, protect: u32, now: Time, slot: usize) -> Option<Loc> {
         let exhausted = !self.evict && self.pool.exhausted();
         if size <= self.segment_size && !exhausted {
-            if let Some(loc) = l.g.append(size) {
+            if let Some(loc) = l.g.append(size, slot) {
                 return Some(loc);
             }
         }
@@ -516,10 +591,10 @@ impl Store {
         };
         self.pool.set_exhausted(false);
         if large.is_some() {
-            return Some(l.g.install(buf, self.pool.next_gen(), true, &self.pool));
+            return Some(l.g.install(buf, self.pool.next_gen(), true, slot, &self.pool));
         }
-        l.g.install(buf, self.pool.next_gen(), false, &self.pool);
-        Some(l.g.append(size).expect("fits in a fresh segment"))
+        l.g.install(buf, self.pool.next_gen(), false, slot, &self.pool);
+        Some(l.g.append(size, slot).expect("fits in a fresh segment"))
     }
 
     /// A buffer for a regular segment (`large == None`) or a large object,

@@ -91,8 +91,8 @@ impl Store {
                     _ => Lookup::Miss,
                 };
                 let Some(ttl) = opts.vivify else { return miss };
-                let size = item::item_len_cas(key.len(), 0, 0, opts.new_cas);
-                let Some(loc) = self.reserve(&mut l, size, 0, now) else { return miss };
+                let size = |cas| item::item_len_cas(key.len(), 0, 0, cas);
+                let Some((loc, _)) = self.reserve_version(&mut l, ttl, now, 0, None, opts.new_cas, size) else { return miss };
                 item::encode_cas(l.g.item_bytes_mut(loc), key, 0, 0, ttl, now, opts.new_cas);
                 item::set_key_binary(l.g.item_bytes_mut(loc), opts.key_binary);
                 if !l.g.commit(h, loc, None, true, &self.env(now)) {
@@ -155,8 +155,10 @@ impl Store {
         // The CAS is derived from the item's place, so a new CAS means a
         // copy of the item in a new place (with `E`, one that stores it).
         let oh = l.g.header(old);
-        let size = item::item_len_cas(oh.klen, oh.vlen, oh.flags, new_cas);
-        let Some(loc) = self.reserve(&mut l, size, old.seg, now) else {
+        let old_cas = l.g.cas(old);
+        let size = |cas| item::item_len_cas(oh.klen, oh.vlen, oh.flags, cas);
+        let new_exptime = exptime.unwrap_or(oh.exptime);
+        let Some((loc, new_cas)) = self.reserve_version(&mut l, new_exptime, now, old.seg, Some(old_cas), new_cas, size) else {
             // No room for the copy: deleting is the safe fallback, a reader
             // then misses instead of reading a value known to be stale.
             if let Some(pos) = l.g.index.find_loc(h, old) {

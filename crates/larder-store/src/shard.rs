@@ -18,6 +18,7 @@ use crate::hash::KeyHasher;
 use crate::index::{Index, Loc, Pos};
 use crate::item::{self, Header};
 use crate::pool::Pool;
+use crate::ttl::{self, Slot, TTL_CLASSES};
 use crate::segment::{SegTable, Segment};
 use crate::{Item, Time};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
@@ -87,8 +88,11 @@ pub(crate) enum Why {
 pub(crate) struct Shard {
     pub index: Index,
     pub segs: SegTable,
-    /// Segment receiving appends; 0 = none.
-    pub open: u32,
+    /// Per TTL class, the segment receiving its appends; 0 = none
+    /// ([`ttl`](crate::ttl)).
+    pub open: [u32; TTL_CLASSES],
+    /// Most classes with an open segment at once.
+    pub max_open: usize,
     /// Main-queue segment receiving eviction survivors; 0 = none.
     pub open_main: u32,
     /// Items in segments with a generation <= this are flushed.
@@ -112,7 +116,8 @@ impl Shard {
         Shard {
             index: Index::new(index_buckets),
             segs: SegTable::new(),
-            open: 0,
+            open: [0; TTL_CLASSES],
+            max_open: 1,
             open_main: 0,
             flush_gen: 0,
             flush_seq: 0,
@@ -284,47 +289,96 @@ impl Shard {
         self.st.total_items += count_total as u64;
     }
 
+    /// Whether `id` receives new writes (the open segment of a TTL class).
+    pub fn is_open(&self, id: u32) -> bool {
+        self.open.contains(&id)
+    }
+
+    /// Forgets `id` as an open segment, wherever it is one.
+    fn unopen(&mut self, id: u32) {
+        for o in self.open.iter_mut().filter(|o| **o == id) {
+            *o = 0;
+        }
+        if id == self.open_main {
+            self.open_main = 0;
+        }
+    }
+
     fn free_if_empty(&mut self, id: u32, pool: &Pool) {
-        if id != self.open && id != self.open_main && self.segs.get(id).live_items == 0 {
+        if !self.is_open(id) && id != self.open_main && self.segs.get(id).live_items == 0 {
             let seg = self.remove_segment(id);
             pool.give_back(seg.buf, seg.large);
         }
     }
 
     fn remove_segment(&mut self, id: u32) -> Segment {
-        if id == self.open {
-            self.open = 0;
-        }
-        if id == self.open_main {
-            self.open_main = 0;
-        }
+        self.unopen(id);
         let seg = self.segs.remove(id);
         self.st.written_bytes -= seg.write_off as u64;
         self.publish();
         seg
     }
 
-    /// Stops appending to the open segment.
+    /// Stops appending to the open segments of every TTL class.
     pub fn close_open(&mut self, pool: &Pool) {
-        let id = std::mem::replace(&mut self.open, 0);
+        for slot in 0..TTL_CLASSES {
+            self.close_slot(slot, pool);
+        }
+    }
+
+    /// Stops appending to the open segment of TTL class `slot`.
+    fn close_slot(&mut self, slot: usize, pool: &Pool) {
+        let id = std::mem::replace(&mut self.open[slot], 0);
         if id != 0 {
             self.free_if_empty(id, pool);
         }
     }
 
-    /// Appends `size` bytes to the open segment if they fit; the offset.
-    pub fn append(&mut self, size: usize) -> Option<Loc> {
-        if self.open == 0 {
+    /// The open-segment slot an item expiring at `exptime` goes to (closing
+    /// another class's segment if the shard is at its limit; see
+    /// [`ttl`](crate::ttl)).
+    pub fn open_slot(&mut self, exptime: Time, now: Time, pool: &Pool) -> usize {
+        match ttl::choose(&self.open, self.max_open, ttl::class(exptime, now)) {
+            Slot::Use(slot) => slot,
+            Slot::Replace(close, slot) => {
+                self.close_slot(close, pool);
+                slot
+            }
+        }
+    }
+
+    /// Whether an item of `size` bytes appended at `slot` now would get a
+    /// derived CAS not above `old_cas`, the CAS of the version it replaces.
+    /// CAS must grow per key (memcached's stale-set, `ms … I`, compares
+    /// them), and derived CAS only grows within one open segment: an older
+    /// open segment of another TTL class has a lower generation. Such a
+    /// version then stores a fresh CAS explicitly (8 bytes; only when a
+    /// key's TTL class changes, or its old version is a large object).
+    pub fn needs_fresh_cas(&self, slot: usize, size: usize, old_cas: u64) -> bool {
+        let id = self.open[slot];
+        if id == 0 {
+            return false; // a fresh segment: a generation above all so far
+        }
+        let seg = self.segs.get(id);
+        // A large object's CAS is that of a pad byte appended here (`install`).
+        let lands_here = if size > seg.buf.len() { seg.free_space() > 0 } else { seg.free_space() >= size };
+        lands_here && (seg.gen << 24 | seg.write_off as u64) <= old_cas
+    }
+
+    /// Appends `size` bytes to the open segment of `slot` if they fit; where.
+    pub fn append(&mut self, size: usize, slot: usize) -> Option<Loc> {
+        let id = self.open[slot];
+        if id == 0 {
             return None;
         }
-        let seg = self.segs.get_mut(self.open);
+        let seg = self.segs.get_mut(id);
         if seg.free_space() < size {
             return None;
         }
         let off = seg.write_off;
         seg.write_off += size;
         self.st.written_bytes += size as u64;
-        Some(Loc { seg: self.open, off: off as u32 })
+        Some(Loc { seg: id, off: off as u32 })
     }
 
     /// Installs a buffer: a regular segment becomes the open one; a large
@@ -336,14 +390,14 @@ impl Shard {
     /// written there before and after it. Without room there, its own fresh
     /// generation is above everything so far, and the next regular write
     /// goes to a fresh segment with a higher one still.
-    pub fn install(&mut self, buf: Box<[u8]>, gen: u64, large: bool, pool: &Pool) -> Loc {
+    pub fn install(&mut self, buf: Box<[u8]>, gen: u64, large: bool, slot: usize, pool: &Pool) -> Loc {
         self.max_gen = self.max_gen.max(gen);
         let mut seg = Segment::new(buf, gen, large);
         self.st.written_bytes += seg.write_off as u64;
         if large {
             seg.cas = gen << 24;
-            if self.open != 0 {
-                let open = self.segs.get_mut(self.open);
+            if self.open[slot] != 0 {
+                let open = self.segs.get_mut(self.open[slot]);
                 if open.free_space() > 0 {
                     let off = open.write_off;
                     open.buf[off] = item::PAD;
@@ -355,8 +409,8 @@ impl Shard {
         }
         let id = self.segs.install(seg);
         if !large {
-            self.close_open(pool);
-            self.open = id;
+            self.close_slot(slot, pool);
+            self.open[slot] = id;
         }
         self.publish();
         Loc { seg: id, off: 0 }
@@ -596,8 +650,8 @@ impl Shard {
         }
         let from_main = seg.main;
         let end = seg.write_off;
-        if id == self.open {
-            self.open = 0;
+        for o in self.open.iter_mut().filter(|o| **o == id) {
+            *o = 0;
         }
         // Where in-place compaction writes next, once it has started.
         let mut compact: Option<usize> = None;
@@ -664,13 +718,14 @@ mod tests {
         /// Writes a new item the way the store does; its location.
         fn put(&mut self, key: &[u8], value: &[u8], exptime: Time, now: Time) -> Loc {
             let size = item::item_len(key.len(), value.len(), 0);
-            let loc = match self.sh.append(size) {
+            let slot = self.sh.open_slot(exptime, now, &self.pool);
+            let loc = match self.sh.append(size, slot) {
                 Some(l) => l,
                 None => {
                     let buf = self.pool.segment().unwrap();
                     let gen = self.pool.next_gen();
-                    self.sh.install(buf, gen, false, &self.pool);
-                    self.sh.append(size).unwrap()
+                    self.sh.install(buf, gen, false, slot, &self.pool);
+                    self.sh.append(size, slot).unwrap()
                 }
             };
             let bytes = self.sh.item_bytes_mut(loc);
@@ -730,7 +785,7 @@ mod tests {
         // A large object leaves a pad byte in the open segment.
         let big = f.pool.large(5000).unwrap();
         let gen = f.pool.next_gen();
-        let l = f.sh.install(big, gen, true, &f.pool);
+        let l = f.sh.install(big, gen, true, ttl::NO_EXPIRY, &f.pool);
         assert!(f.sh.cas(l) > f.sh.cas(x));
         f.put(b"after", b"5", 0, 1);
         assert_eq!(f.sh.segs.bytes(x.seg, 0).iter().filter(|&&b| b == item::PAD).count(), 1);
@@ -755,7 +810,7 @@ mod tests {
         assert_eq!(f.get(b"k", 9).unwrap(), b"v");
         f.put(b"j", b"w", 0, 9);
         f.sh.apply_flush(word, 10, &f.pool);
-        assert_eq!(f.sh.open, 0, "appends move to a fresh segment");
+        assert_eq!(f.sh.open, [0; TTL_CLASSES], "appends move to a fresh segment");
         assert!(matches!(f.sh.lookup(f.hasher.hash(b"j"), b"j", 10, &f.pool), Found::Flushed));
         f.put(b"n", b"x", 0, 10);
         f.sh.apply_flush(word, 11, &f.pool);
@@ -766,12 +821,13 @@ mod tests {
     #[test]
     fn free_at_is_a_lower_bound_refreshed_on_demand() {
         let mut f = Fixture::new();
-        f.put(b"a", b"1", 50, 1);
+        // (Both in the TTL class of long-lived items: one segment.)
+        f.put(b"a", b"1", 5000, 1);
         f.sh.publish_free_at();
-        assert_eq!(f.sh.published.free_at.load(Relaxed), 50);
+        assert_eq!(f.sh.published.free_at.load(Relaxed), 5000);
         f.put(b"b", b"2", 0, 1);
         // Stale until refreshed, and never above the truth.
-        assert_eq!(f.sh.published.free_at.load(Relaxed), 50);
+        assert_eq!(f.sh.published.free_at.load(Relaxed), 5000);
         f.sh.publish_free_at();
         assert_eq!(f.sh.published.free_at.load(Relaxed), u32::MAX);
         f.sh.apply_flush(1 << 32, 2, &f.pool);
