@@ -15,10 +15,19 @@
 //! 63..48 tag   47..28 segment id   27..4 offset in segment   3..0 frequency
 //! ```
 //!
-//! The table does not store full hashes; growing it re-hashes each key read
-//! back from its segment (the shard supplies the hashes), incrementally: a
-//! doubled table takes new entries while the old one is migrated a few
-//! buckets per operation.
+//! The table does not store full hashes; resizing it re-hashes each key read
+//! back from its segment (the shard supplies the hashes), incrementally: the
+//! new table takes new entries while the old one is migrated a few buckets
+//! per operation.
+//!
+//! Tables have any number of buckets (positions by multiply-shift, see
+//! [`hash::bucket`]), so a full table grows by a quarter rather than
+//! doubling: a doubled table sits at half load, and when memory is full the
+//! item count no longer grows into it — at -m 256 with 48-byte items a
+//! doubled index held 40% of its slots, a quarter of all memory. Growing by
+//! a quarter keeps the load between 78% and 97% (9.2 bytes of index per
+//! item on average instead of 12), and a table left mostly empty (values
+//! grew, so fewer items fit) is shrunk ([`Index::shrunk`]).
 
 use crate::hash;
 
@@ -67,15 +76,14 @@ fn slot_loc(s: u64) -> Loc {
 /// One table of buckets.
 struct Table {
     buckets: Vec<Bucket>,
-    mask: usize,
     used: usize,
 }
 
 impl Table {
-    /// A table of `nbuckets` buckets (a power of two).
+    /// A table of `nbuckets` buckets (at least one).
     fn new(nbuckets: usize) -> Table {
-        assert!(nbuckets.is_power_of_two());
-        Table { buckets: vec![Bucket::default(); nbuckets], mask: nbuckets - 1, used: 0 }
+        assert!(nbuckets >= 1);
+        Table { buckets: vec![Bucket::default(); nbuckets], used: 0 }
     }
 
     pub fn bytes_for(nbuckets: usize) -> usize {
@@ -99,8 +107,9 @@ impl Table {
     }
 
     fn cand(&self, h: u64) -> [usize; 2] {
-        let a = hash::bucket(h, self.mask);
-        [a, hash::alt_bucket(a, hash::tag(h), self.mask)]
+        let n = self.buckets.len();
+        let a = hash::bucket(h, n);
+        [a, hash::alt_bucket(a, hash::tag(h), n)]
     }
 
     fn free_slot(&self, bucket: usize) -> Option<usize> {
@@ -175,7 +184,7 @@ impl Table {
         while head < len {
             let bucket = nodes[head].bucket;
             for i in 0..SLOTS_PER_BUCKET {
-                let alt = hash::alt_bucket(bucket, slot_tag(self.buckets[bucket].0[i]), self.mask);
+                let alt = hash::alt_bucket(bucket, slot_tag(self.buckets[bucket].0[i]), self.buckets.len());
                 if alt == bucket {
                     continue;
                 }
@@ -262,7 +271,7 @@ pub struct Index {
 }
 
 impl Index {
-    /// An index of `nbuckets` buckets (a power of two).
+    /// An index of `nbuckets` buckets.
     pub fn new(nbuckets: usize) -> Index {
         Index { cur: Table::new(nbuckets), old: None, cursor: 0 }
     }
@@ -367,12 +376,29 @@ impl Index {
         self.cur.candidates(h)
     }
 
-    /// Starts doubling: a new, empty current table; the previous one is
-    /// migrated by [`migrate`](Self::migrate). Not while migrating.
-    pub fn start_growth(&mut self) {
-        assert!(self.old.is_none(), "growth during a migration");
-        let bigger = Table::new(self.cur.nbuckets() * 2);
-        self.old = Some(std::mem::replace(&mut self.cur, bigger));
+    /// Buckets of the table that replaces a full one of `n` buckets.
+    pub fn grown(n: usize) -> usize {
+        n + n.div_ceil(4)
+    }
+
+    /// Buckets for a table holding `used` entries at about 85% load, if
+    /// that is under two thirds of the current table (else `None`: not
+    /// worth a migration).
+    pub fn shrunk(&self) -> Option<usize> {
+        if self.migrating() {
+            return None;
+        }
+        let want = (self.used() * 100).div_ceil(85 * SLOTS_PER_BUCKET).max(1);
+        (want * 3 < self.nbuckets() * 2).then_some(want)
+    }
+
+    /// Starts resizing to `nbuckets`: a new, empty current table; the
+    /// previous one is migrated by [`migrate`](Self::migrate). Not while
+    /// migrating.
+    pub fn start_resize(&mut self, nbuckets: usize) {
+        assert!(self.old.is_none(), "resize during a migration");
+        let next = Table::new(nbuckets);
+        self.old = Some(std::mem::replace(&mut self.cur, next));
         self.cursor = 0;
     }
 
@@ -380,9 +406,9 @@ impl Index {
     /// the current one; `rehash` gives the key hash of a location. Once the
     /// old table is empty it is dropped and its byte size returned (to be
     /// released from the memory budget); otherwise 0. An entry that finds
-    /// no room (practically impossible: the new table is at most half full)
-    /// stays in the old table, still found by lookups, and is retried on the
-    /// next pass.
+    /// no room (practically impossible: a grown table is at most 78% full, a
+    /// shrunk one 85%) stays in the old table, still found by lookups, and
+    /// is retried on the next pass.
     pub fn migrate(&mut self, nbuckets: usize, mut rehash: impl FnMut(Loc) -> u64) -> usize {
         let Some(old) = self.old.as_mut() else { return 0 };
         let end = (self.cursor + nbuckets).min(old.nbuckets());
@@ -553,15 +579,18 @@ mod load_tests {
             add(&mut ix, &mut live);
         }
         let before = ix.bytes();
-        ix.start_growth();
+        ix.start_resize(Index::grown(ix.nbuckets()));
         assert!(ix.migrating());
-        assert_eq!(ix.bytes(), before * 3);
+        assert_eq!(ix.bytes(), before + Index::bytes_for(Index::grown(16)));
         let mut freed = 0;
         let mut round = 0;
         while ix.migrating() {
             freed += ix.migrate(1, hash_of);
-            // Interleave: add, remove, replace, look everything up.
-            add(&mut ix, &mut live);
+            // Interleave: add (every other round: the new table is only a
+            // quarter bigger), remove, replace, look everything up.
+            if round % 2 == 0 {
+                add(&mut ix, &mut live);
+            }
             if round % 3 == 0 {
                 let gone = live.remove(round % live.len());
                 let p = ix.find_loc(hash_of(gone), gone).unwrap();
@@ -583,8 +612,8 @@ mod load_tests {
             round += 1;
         }
         assert_eq!(freed, before);
-        assert_eq!(ix.bytes(), before * 2);
-        assert_eq!(ix.nbuckets(), 32);
+        assert_eq!(ix.nbuckets(), 20, "a quarter more");
+        assert_eq!(ix.bytes(), Index::bytes_for(20));
         assert_eq!(ix.migrate(8, hash_of), 0);
     }
 }

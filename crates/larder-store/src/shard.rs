@@ -487,21 +487,41 @@ impl Shard {
         }
     }
 
-    /// Doubles the index, evicting segments of this shard chosen by the
-    /// policy (never `protect`) if the memory budget requires. Whether it grew.
+    /// Grows the index by a quarter, evicting segments of this shard chosen
+    /// by the policy (never `protect`) if the memory budget requires.
+    /// Whether it grew.
     pub fn grow_index(&mut self, env: &Env<'_>, protect: u32) -> bool {
-        let Env { pool, now, evict, policy } = *env;
+        let Env { pool, .. } = *env;
         if self.index.migrating() {
-            // Growing again before the last doubling finished migrating:
+            // Growing again before the last resize finished migrating:
             // finish it first (only reachable when inserts fail early).
             self.migrate_index(pool, usize::MAX);
             if self.index.migrating() {
                 return false;
             }
         }
+        self.resize_index(env, protect, Index::grown(self.index.nbuckets()))
+    }
+
+    /// Shrinks an index left mostly empty — values grew, so fewer items fit
+    /// in the same memory, and a table sized for the small ones would hold
+    /// memory that items could use (see [`Index::shrunk`]). Called when
+    /// this shard evicts, i.e. when memory is full: the new table's bytes
+    /// may cost a few segments now and come back with interest once the old
+    /// table is migrated and released.
+    pub fn maybe_shrink_index(&mut self, env: &Env<'_>, protect: u32) {
+        if let Some(n) = self.index.shrunk() {
+            self.resize_index(env, protect, n);
+        }
+    }
+
+    /// Starts migrating the index into a table of `nbuckets`, reserving its
+    /// bytes first (evicting as [`grow_index`](Self::grow_index) does).
+    fn resize_index(&mut self, env: &Env<'_>, protect: u32, nbuckets: usize) -> bool {
+        let Env { pool, now, evict, policy } = *env;
         // The old table stays allocated until migrated: reserve all of the
         // new one.
-        let extra = Index::bytes_for(self.index.nbuckets() * 2);
+        let extra = Index::bytes_for(nbuckets);
         while !pool.try_reserve(extra) {
             if pool.drop_spare() {
                 continue;
@@ -511,7 +531,7 @@ impl Shard {
             let seg = self.evict_segment(victim, now);
             pool.discard(seg.buf);
         }
-        self.index.start_growth();
+        self.index.start_resize(nbuckets);
         true
     }
 
@@ -587,7 +607,10 @@ impl Shard {
     /// overwrite items not yet walked): it then dies like the others.
     fn keep_moved(&mut self, victim: u32, loc: Loc, h: &Header, from_main: bool, pos: Pos, compact: &mut Option<usize>) -> bool {
         let f = self.index.freq(pos);
-        let nf = if from_main { f - 1 } else { 0 };
+        // From main, one pass costs one hit; counts above 3 (the 2-bit
+        // counter of S3-FIFO) buy no more passes, or items that were hot
+        // long ago would stay for 15 passes: calcification.
+        let nf = if from_main { f.min(3) - 1 } else { 0 };
         let size = h.total();
         let cas = self.cas(loc);
         let (hdr, hlen) = item::moved_header(self.segs.bytes(victim, loc.off), cas);

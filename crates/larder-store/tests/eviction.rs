@@ -208,7 +208,12 @@ fn small_limits_get_small_segments_and_evict_item_by_item() {
     }
     assert_eq!(s.stats().evictions - before, 40);
     check_budget(&s.stats());
-    // The default limit keeps 1 MiB segments.
+    // About 1024 segments: 64 KiB at the default 64 MiB, 256 KiB at 256
+    // MiB, the full 1 MiB from 1 GiB up.
     let s = Store::new(Config::default()).unwrap();
+    assert_eq!(s.stats().segment_size, 64 << 10);
+    let s = Store::new(Config { memory_limit: 256 << 20, ..Config::default() }).unwrap();
+    assert_eq!(s.stats().segment_size, 256 << 10);
+    let s = Store::new(Config { memory_limit: 1 << 30, ..Config::default() }).unwrap();
     assert_eq!(s.stats().segment_size, 1 << 20);
 }
