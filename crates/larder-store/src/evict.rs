@@ -65,6 +65,10 @@ pub(crate) const MAX_COPYING_EVICTIONS: usize = 8;
 pub(crate) enum Want {
     /// Only a segment that loses nothing: all its items expired, or flushed.
     Free,
+    /// A segment mostly dead (overwritten, deleted, expired items), to be
+    /// compacted: its live items move, nothing is lost. Asked after `Free`
+    /// and before `Evict`, so dead bytes go before live data does.
+    Compact,
     /// Any segment, live data included (the policy's real choice).
     Evict,
     /// `-M`: a segment without live, unexpired, unflushed items, even if
@@ -102,6 +106,24 @@ pub(crate) fn free_segment(shard: &Shard, protect: u32, now: Time) -> Option<u32
     shard.segs.oldest_first().find(|&id| id != protect && (shard.segs.get(id).all_expired(now) || shard.is_flushed(id)))
 }
 
+/// The regular segment with the fewest live bytes, if at most three
+/// quarters of it are live (compacting it frees a quarter of a segment or
+/// more, for at most three times as many bytes copied); never an open
+/// segment or `protect`. Measured (tests/utilization.rs, 50-500 B values,
+/// half the writes overwrites): live share of the limit 0.57 without
+/// compaction, 0.83 compacting at half live, 0.88 at three quarters, no
+/// better at 85% (the emptiest segment is usually far below the bar).
+pub(crate) fn compactable(shard: &Shard, protect: u32) -> Option<u32> {
+    shard
+        .segs
+        .oldest_first()
+        .filter(|&id| id != protect && !shard.is_open(id) && id != shard.open_main)
+        .map(|id| (shard.segs.get(id), id))
+        .filter(|(s, _)| !s.large && s.live_bytes * 4 <= s.buf.len() * 3)
+        .min_by_key(|(s, _)| s.live_bytes)
+        .map(|(_, id)| id)
+}
+
 /// `-M`: only segments holding nothing live; look at the two oldest, which
 /// is where dead and expired data gathers.
 fn reclaimable(shard: &Shard, protect: u32, now: Time) -> Option<u32> {
@@ -122,6 +144,7 @@ impl EvictionPolicy for Fifo {
         match want {
             _ if free.is_some() => free,
             Want::Free => None,
+            Want::Compact => compactable(shard, protect),
             Want::Evict => shard.segs.oldest_first().find(|&id| id != protect),
             Want::Reclaim => reclaimable(shard, protect, now),
         }
@@ -150,6 +173,7 @@ impl EvictionPolicy for S3Fifo {
         match want {
             _ if free.is_some() => return free,
             Want::Free => return None,
+            Want::Compact => return compactable(shard, protect),
             Want::Reclaim => return reclaimable(shard, protect, now),
             Want::Evict => {}
         }

@@ -652,17 +652,19 @@ impl Store {
         let keep = !plain && self.policy.keeps_survivors();
         let env = self.env(now);
         let evict = |g: &mut Shard, id: u32, want: Want, protect: u32| {
-            let seg = if keep && want == Want::Evict {
-                g.evict_keeping(id, now, &self.pool)
-            } else {
-                Some(g.evict_segment(id, now))
+            let seg = match want {
+                Want::Compact => g.evict_keeping(id, now, &self.pool, true),
+                Want::Evict if keep => g.evict_keeping(id, now, &self.pool, false),
+                _ => Some(g.evict_segment(id, now)),
             };
             if want == Want::Evict {
                 g.maybe_shrink_index(&env, protect);
             }
             seg
         };
-        for want in [Want::Free, second] {
+        // Compaction copies, so it counts against the copying evictions.
+        let wants: &[Want] = if plain { &[Want::Free, second] } else { &[Want::Free, Want::Compact, second] };
+        for &want in wants {
             for &v in order.iter() {
                 if own_only && v != l.n {
                     continue;

@@ -605,12 +605,19 @@ impl Shard {
     /// copy with the decayed counter. `false` if it fits nowhere (moved
     /// items grow by their CAS field, and compaction in place must not
     /// overwrite items not yet walked): it then dies like the others.
-    fn keep_moved(&mut self, victim: u32, loc: Loc, h: &Header, from_main: bool, pos: Pos, compact: &mut Option<usize>) -> bool {
+    #[allow(clippy::too_many_arguments)]
+    fn keep_moved(&mut self, victim: u32, loc: Loc, h: &Header, from_main: bool, keep_all: bool, pos: Pos, compact: &mut Option<usize>) -> bool {
         let f = self.index.freq(pos);
         // From main, one pass costs one hit; counts above 3 (the 2-bit
         // counter of S3-FIFO) buy no more passes, or items that were hot
         // long ago would stay for 15 passes: calcification.
-        let nf = if from_main { f.min(3) - 1 } else { 0 };
+        let nf = if keep_all {
+            f // compaction: the item has not been judged, only moved
+        } else if from_main {
+            f.min(3) - 1
+        } else {
+            0
+        };
         let size = h.total();
         let cas = self.cas(loc);
         let (hdr, hlen) = item::moved_header(self.segs.bytes(victim, loc.off), cas);
@@ -666,7 +673,11 @@ impl Shard {
     /// CAS in its header (8 bytes more), so clients never see it change.
     /// Large objects, and flushed or fully expired segments, are evicted
     /// plainly.
-    pub fn evict_keeping(&mut self, id: u32, now: Time, pool: &Pool) -> Option<Segment> {
+    ///
+    /// `keep_all` makes it a compaction instead: every live, unexpired item
+    /// survives with its counter as it is, so only dead bytes (overwritten,
+    /// deleted, expired items) are freed — see [`Want::Compact`].
+    pub fn evict_keeping(&mut self, id: u32, now: Time, pool: &Pool, keep_all: bool) -> Option<Segment> {
         let seg = self.segs.get(id);
         if seg.large || self.is_flushed(id) || seg.all_expired(now) {
             return Some(self.evict_segment(id, now));
@@ -690,7 +701,7 @@ impl Shard {
             let key_hash = self.hasher.hash(self.key_at(loc));
             if let Some(pos) = self.index.find_loc(key_hash, loc) {
                 let f = self.index.freq(pos);
-                if !h.expired(now) && f > 0 && self.keep_moved(id, loc, &h, from_main, pos, &mut compact) {
+                if !h.expired(now) && (keep_all || f > 0) && self.keep_moved(id, loc, &h, from_main, keep_all, pos, &mut compact) {
                     // moved
                 } else {
                     let why = if h.expired(now) { Why::Expired } else { Why::Evicted };

@@ -426,7 +426,9 @@ fn small_limit_never_serves_stale_data() {
         hits += s[0];
     }
     if std::env::var("MODEL_SEED").is_err() {
-        assert!(evictions > 1000 && hits > 10_000, "evictions {evictions} hits {hits}");
+        // (The runs must exercise eviction; compaction of dead bytes took
+        // the count from ~1500 to ~700.)
+        assert!(evictions > 300 && hits > 10_000, "evictions {evictions} hits {hits}");
     }
 }
 
