@@ -11,7 +11,8 @@
 //! * every numeric general `stats` figure, from the same rendering as the
 //!   text `stats` reply (memcached's names as `larder_<name>` gauges or
 //!   `larder_<name>_total` counters; larder's own `larder_*` figures as
-//!   gauges, except its counters `larder_grace_*`, `larder_allocations`);
+//!   gauges, except its counters `larder_grace_*`, `larder_allocations`,
+//!   `larder_compactions`);
 //! * the observer's series: per-prefix (the top prefixes by bytes, the rest
 //!   folded), the request latency histogram, the accounting structures' heap;
 //! * `larder_memory_bytes{category}`: `items` (live item bytes, the store's
@@ -90,7 +91,7 @@ pub fn render(srv: &Server) -> String {
     write_stats(&mut e, &memcached);
     for (name, value) in ours {
         let Ok(v) = value.parse::<f64>() else { continue };
-        if name.starts_with("larder_grace_") || name == "larder_allocations" {
+        if name.starts_with("larder_grace_") || name == "larder_allocations" || name == "larder_compactions" {
             e.counter(&format!("{name}_total"), "larder stat.", v);
         } else {
             e.gauge(name, "larder stat.", v);

@@ -166,9 +166,12 @@ fn general(srv: &Server, out: &mut Vec<u8>) {
     stat_u64(out, "larder_segment_size", st.segment_size);
     stat_u64(out, "larder_segments_total", st.segments_total);
     stat_u64(out, "larder_segments_used", st.segments_used);
+    stat_u64(out, "larder_segments_free", st.segments_total.saturating_sub(st.segments_used));
     stat_u64(out, "larder_large_objects", st.large_objects);
     stat_u64(out, "larder_memory_used", st.memory_used);
     stat_u64(out, "larder_bytes_dead", st.bytes_dead);
+    stat_u64(out, "larder_compactions", st.compactions);
+    stat_u64(out, "larder_index_bytes", st.index_bytes);
     stat_u64(out, "larder_index_slots", st.index_slots);
     stat_u64(out, "larder_index_used", st.index_used);
     if srv.settings.grace.enabled() {

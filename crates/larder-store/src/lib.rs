@@ -538,6 +538,7 @@ impl Store {
             s.reclaimed += c.reclaimed;
             s.expired_unfetched += c.expired_unfetched;
             s.evicted_unfetched += c.evicted_unfetched;
+            s.compactions += c.compactions;
             s.segments_used += (g.segs.count() - g.segs.large_count()) as u64;
             s.large_objects += g.segs.large_count() as u64;
             s.large_bytes += g.segs.large_bytes() as u64;
@@ -832,6 +833,9 @@ pub struct Stats {
     pub expired_unfetched: u64,
     /// Of `evictions`, those never fetched.
     pub evicted_unfetched: u64,
+    /// Segments compacted: their live items moved, their dead bytes freed
+    /// (before any live data is evicted).
+    pub compactions: u64,
     pub limit_maxbytes: u64,
     /// Regular segment buffers allocated: in shards plus spares.
     pub segments_total: u64,

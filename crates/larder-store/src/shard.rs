@@ -45,6 +45,8 @@ pub(crate) struct Counters {
     pub reclaimed: u64,
     pub expired_unfetched: u64,
     pub evicted_unfetched: u64,
+    /// Segments compacted (live items moved out, dead bytes freed).
+    pub compactions: u64,
 }
 
 /// What shard operations that may need memory get from the store.
@@ -684,6 +686,7 @@ impl Shard {
         }
         let from_main = seg.main;
         let end = seg.write_off;
+        self.st.compactions += keep_all as u64;
         for o in self.open.iter_mut().filter(|o| **o == id) {
             *o = 0;
         }
