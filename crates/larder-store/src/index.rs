@@ -261,7 +261,7 @@ impl Table {
 
 /// A shard's index: the current table and, while it grows, the previous
 /// one, which is migrated into the current one a few buckets per operation
-/// (so doubling never stalls the shard for a full re-hash). Every entry is
+/// (so a resize never stalls the shard for a full re-hash). Every entry is
 /// in exactly one of the two; lookups try the current table, then the old.
 pub struct Index {
     cur: Table,

@@ -85,9 +85,11 @@
 //! 3..0    saturating access counter (for frequency-aware eviction)
 //! ```
 //!
-//! The index grows by doubling at 31/32 load (or when an insert finds no
-//! room even after cuckoo moves); its bytes are reserved from the
-//! same budget as segments (it evicts segments of its shard to grow).
+//! A table has any number of buckets. It grows by a quarter at 31/32 load
+//! (or when an insert finds no room even after cuckoo moves), and shrinks
+//! to 85% load when a shard evicting finds it under ~57%; its bytes are
+//! reserved from the same budget as segments (it evicts segments of its
+//! shard to grow). Per item that is 8.2-10.3 bytes of index.
 //!
 //! # Expiry, flush, eviction
 //!
@@ -138,7 +140,7 @@ const INITIAL_BUCKETS: usize = 16;
 /// Most shards (independent locks).
 const MAX_SHARDS: usize = 256;
 /// Shards wanted for concurrency alone; more only to keep each shard's
-/// index (re-hashed under its lock when it doubles) to about
+/// index (re-hashed under its lock when it resizes) to about
 /// `SEGMENTS_PER_SHARD` segments' worth of items.
 const CONCURRENCY_SHARDS: usize = 16;
 const SEGMENTS_PER_SHARD: usize = 256;
@@ -846,7 +848,7 @@ pub struct Stats {
     pub segment_size: u64,
     /// Bytes held by dead (overwritten/deleted/expired) items not yet reclaimed.
     pub bytes_dead: u64,
-    /// Index tables (both while one doubles), counted in `memory_used`.
+    /// Index tables (both while one resizes), counted in `memory_used`.
     pub index_bytes: u64,
     pub index_slots: u64,
     pub index_used: u64,
