@@ -75,6 +75,7 @@ pub fn install_departure_hook(srv: &Server) {
         with_worker(|w| match why {
             Departure::Evicted => w.on_evict(key, bytes),
             Departure::Expired | Departure::Flushed => w.on_expire(key, bytes),
+            Departure::Moved => w.on_resize(key, bytes, 0),
         })
     })));
 }

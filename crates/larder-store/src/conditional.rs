@@ -90,7 +90,7 @@ impl Store {
         if !l.g.commit(h, loc, Some(old), vlen != oh.vlen, &self.env(now)) {
             return ArithOutcome::OutOfMemory;
         }
-        crate::dump::note(size as u64, oh.total() as u64);
+        crate::dump::note(size as u64, l.g.last_replaced);
         ArithOutcome::Value { value: n, cas: l.g.cas(loc), exptime: oh.exptime }
     }
 }

@@ -23,12 +23,18 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
-/// Why an item left the store on its own.
+/// Why an item left the store on its own — or, for `Moved`, changed size
+/// without a client asking.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Departure {
     Evicted,
     Expired,
     Flushed,
+    /// Not a departure: eviction (a survivor) or compaction moved the item
+    /// and it now stores its CAS, so it grew; the hook's byte count is by
+    /// how much. Byte accounting that follows sets and departures adds it,
+    /// or the item's later departure would take out more than came in.
+    Moved,
 }
 
 /// `(key, item bytes, why)`: see [`Store::set_departure_hook`](crate::Store::set_departure_hook).
@@ -45,6 +51,14 @@ pub(crate) fn report(hook: &DepartureHook, key: &[u8], size: usize, why: crate::
         Why::Replaced | Why::Deleted => return,
     };
     hook(key, size as u64, d);
+}
+
+/// Called from `Shard::keep_moved` when a moved item grew by `grew` bytes.
+#[inline]
+pub(crate) fn report_growth(hook: &DepartureHook, key: &[u8], grew: usize) {
+    if grew > 0 {
+        hook(key, grew as u64, Departure::Moved);
+    }
 }
 
 std::thread_local! {
@@ -215,12 +229,41 @@ mod tests {
         }
         let seen = seen.lock().unwrap();
         assert!(seen.iter().any(|x| x.2 == Departure::Evicted));
-        let departed: u64 = seen.iter().map(|x| x.1).sum();
+        let departed: u64 = seen.iter().filter(|x| x.2 != Departure::Moved).map(|x| x.1).sum();
+        let grown: u64 = seen.iter().filter(|x| x.2 == Departure::Moved).map(|x| x.1).sum();
         let live = s.stats().bytes;
         // exp2 was stored before the loop (if it was evicted since, its
         // departure is in `departed`).
         let exp2 = super::item_bytes(4, 2, 0);
-        assert_eq!(live, stored + exp2 - departed);
+        assert_eq!(live, stored + exp2 + grown - departed);
+    }
+
+    /// Moves (S3-FIFO survivors, compaction) grow items by their CAS field:
+    /// reported, so sets + growth - departures = the store's bytes exactly.
+    #[test]
+    fn moves_report_growth() {
+        let s = Store::new(Config { memory_limit: 4 << 20, segment_size: 64 << 10, ..Config::default() }).unwrap();
+        let seen: Arc<Mutex<Vec<(Vec<u8>, u64, Departure)>>> = Arc::default();
+        let log = seen.clone();
+        s.set_departure_hook(Some(Arc::new(move |k: &[u8], b, d| log.lock().unwrap().push((k.to_vec(), b, d)))));
+        let (mut stored, mut replaced) = (0u64, 0u64);
+        for i in 0..40_000u64 {
+            // Hot keys (hit, so they survive eviction) and overwrites of
+            // recent ones (dead bytes, so compaction).
+            let k = if i % 3 == 0 { format!("hot:{}", i % 300) } else { format!("key:{}", i - i % 7) };
+            if let crate::StoreResult::Stored(_) = s.store(Mode::Set, k.as_bytes(), 0, 0, &[b'x'; 300], 1) {
+                let (new, old) = crate::last_sizes();
+                stored += new;
+                replaced += old;
+            }
+            s.get(format!("hot:{}", i % 300).as_bytes(), 1, |_| ());
+        }
+        let seen = seen.lock().unwrap();
+        let moved = seen.iter().filter(|x| x.2 == Departure::Moved).count();
+        assert!(moved > 0 && s.stats().compactions > 0, "moves {moved}, stats {:?}", s.stats());
+        let departed: u64 = seen.iter().filter(|x| x.2 != Departure::Moved).map(|x| x.1).sum();
+        let grown: u64 = seen.iter().filter(|x| x.2 == Departure::Moved).map(|x| x.1).sum();
+        assert_eq!(s.stats().bytes, stored + grown - replaced - departed);
     }
 
     #[test]

@@ -44,9 +44,9 @@
 //!   from an item's place, so a moved item carries the CAS it had in the
 //!   explicit-CAS field meta `E` uses (8 bytes more, 9 for values under 256
 //!   bytes): clients never see a move. Stats count the bigger size from the
-//!   move on (so, for now, do the departure and replacement sizes that
-//!   per-prefix accounting sees: a moved item that later leaves takes 8–9
-//!   bytes more out of its prefix than it brought in). One allocation
+//!   move on, and the departure hook reports the growth
+//!   ([`Departure::Moved`](crate::Departure::Moved)) so per-prefix byte
+//!   accounting follows. One allocation
 //!   does at most [`MAX_COPYING_EVICTIONS`] such evictions; after that
 //!   victims die whole, which bounds the work when nearly everything is
 //!   hot.

@@ -390,8 +390,6 @@ impl Store {
             _ => (flags, exptime, value.len(), None),
         };
         let protect = old_val.map_or(0, |(seg, _, _)| seg);
-        // Read before `reserve`, which may evict the old item's segment.
-        let old_size = old_loc.map_or(0, |o| l.g.header(o).total() as u64);
         let old_cas = old_loc.map(|o| l.g.cas(o));
         let size = |cas| item::item_len_cas(key.len(), vlen, flags, cas);
         let Some((loc, new_cas)) = self.reserve_version(&mut l, exptime, now, protect, old_cas, new_cas, size) else {
@@ -426,7 +424,7 @@ impl Store {
         if !l.g.commit(h, loc, old_loc, true, &self.env(now)) {
             return StoreResult::OutOfMemory;
         }
-        dump::note(size as u64, old_size);
+        dump::note(size as u64, l.g.last_replaced);
         StoreResult::Stored(l.g.cas(loc))
     }
 

@@ -109,6 +109,9 @@ pub(crate) struct Shard {
     published: Arc<Published>,
     /// Observability hook for items leaving without a client asking (dump.rs).
     pub departed: Option<crate::dump::DepartureHook>,
+    /// Bytes of the version the last [`commit`](Self::commit) replaced (0:
+    /// none) — as it was then: reserving room may have moved it (grown).
+    pub last_replaced: u64,
 }
 
 impl Shard {
@@ -128,6 +131,7 @@ impl Shard {
             hasher,
             published,
             departed: None,
+            last_replaced: 0,
         }
     }
 
@@ -426,8 +430,10 @@ impl Shard {
         let pool = env.pool;
         let hdr = self.header(loc);
         self.account_live(loc, hdr.total(), hdr.exptime, count_total);
+        self.last_replaced = 0;
         if let Some((pos, old)) = old.and_then(|o| self.find_moved(h, o, loc)) {
             self.index.replace(pos, loc);
+            self.last_replaced = self.header(old).total() as u64;
             self.account_dead(old, Why::Replaced);
             self.free_if_empty(old.seg, pool);
             true
@@ -657,6 +663,9 @@ impl Shard {
             self.segs.get_mut(dst.seg).buf[d..d + hlen].copy_from_slice(&hdr[..hlen]);
         }
         self.index.relocate(pos, dst, nf);
+        if let Some(hook) = &self.departed {
+            crate::dump::report_growth(hook, key_in(&self.segs, dst), new_size - size);
+        }
         true
     }
 
