@@ -376,17 +376,20 @@ fn parse_memory_limit(v: &str) -> Result<usize, UsageError> {
     Ok(bytes as usize)
 }
 
-/// `-I`: bytes, with an optional k/m suffix; 1 KiB to 1 GiB.
+/// Largest `-I` memcached accepts (`ITEM_SIZE_MAX_UPPER_LIMIT`).
+const ITEM_SIZE_MAX_UPPER: usize = 1 << 30;
+
+/// `-I`: bytes, with an optional k/m suffix (larder also takes g: `1g`,
+/// which memcached 1.6.18 misreads as 1 byte and refuses); at least 1 KiB.
+/// The upper bounds (half of `-m`, then 1 GiB) are checked in [`validate`],
+/// in memcached's order.
 fn parse_item_size(v: &str) -> Result<usize, UsageError> {
     let bad = || UsageError(format!("larder: bad -I value '{v}'"));
     let (digits, mult) = split_unit(v, 1);
     let n: u64 = digits.parse().map_err(|_| bad())?;
-    let bytes = n.checked_mul(mult).ok_or_else(bad)?;
+    let bytes = n.checked_mul(mult).filter(|&b| b <= usize::MAX as u64).ok_or_else(bad)?;
     if bytes < 1024 {
         return err("Item max size cannot be less than 1024 bytes.");
-    }
-    if bytes > 1 << 30 {
-        return err("Cannot set item size limit higher than 1 gigabyte.");
     }
     Ok(bytes as usize)
 }
@@ -485,8 +488,14 @@ fn parse_extended<'a>(list: &'a str, s: &mut Settings) -> Result<(), UsageError>
 }
 
 fn validate(s: &Settings) -> Result<(), UsageError> {
+    // memcached 1.6.18's checks and messages, in its order: with `-m 64
+    // -I 2000m` it names the memory limit, with `-m 4096 -I 1025m` the
+    // gigabyte.
     if s.item_size_max > s.memory_limit / 2 {
         return err("Cannot set item size limit higher than 1/2 of memory max.");
+    }
+    if s.item_size_max > ITEM_SIZE_MAX_UPPER {
+        return err("Cannot set item size limit higher than a gigabyte.");
     }
     if s.unix_socket.is_some() && s.udp_port != 0 && !s.listen.is_empty() {
         // memcached ignores network listeners when -s is given; so do we.
@@ -596,6 +605,23 @@ mod tests {
         for bad in [&["-c", "0"][..], &["-c", "-1"], &["-t", "0"], &["-I", "1000"], &["-I", "2g"], &["-B", "http"], &["-m", "64", "-I", "33m"], &["-o", "frobnicate"], &["-Z"], &["-q"]] {
             assert!(run(bad).is_err(), "{bad:?} should fail");
         }
+    }
+
+    #[test]
+    fn item_size_limits_and_messages_match_memcached() {
+        // Messages and precedence as printed by memcached 1.6.18.
+        let msg = |args: &[&str]| run(args).unwrap_err().0;
+        assert_eq!(msg(&["-m", "4096", "-I", "1025m"]), "Cannot set item size limit higher than a gigabyte.");
+        assert_eq!(msg(&["-m", "4096", "-I", "1073741825"]), "Cannot set item size limit higher than a gigabyte.");
+        assert_eq!(msg(&["-m", "64", "-I", "2000m"]), "Cannot set item size limit higher than 1/2 of memory max.");
+        assert_eq!(msg(&["-m", "2047", "-I", "1024m"]), "Cannot set item size limit higher than 1/2 of memory max.");
+        assert_eq!(msg(&["-m", "255", "-I", "128m"]), "Cannot set item size limit higher than 1/2 of memory max.");
+        assert_eq!(msg(&["-I", "1023"]), "Item max size cannot be less than 1024 bytes.");
+        // The largest accepted: 1 GiB, with -m at least twice that.
+        for i in ["1024m", "1073741824", "1g", "1048576k"] {
+            assert_eq!(run(&["-m", "2048", "-I", i]).unwrap().item_size_max, 1 << 30, "-I {i}");
+        }
+        assert_eq!(run(&["-m", "256", "-I", "128m"]).unwrap().item_size_max, 128 << 20);
     }
 
     #[test]
