@@ -87,12 +87,18 @@ impl Pool {
         None
     }
 
-    /// A buffer for one large object of exactly `n` bytes, if the budget allows.
+    /// A buffer for one large object of exactly `n` bytes, if the budget
+    /// allows. Spare segment buffers hold budget without holding data, so
+    /// they are released first: otherwise a large object could not use
+    /// memory that small items gave back, and the caller would evict live
+    /// items — or fail — while idle buffers sit here.
     pub fn large(&self, n: usize) -> Option<Box<[u8]>> {
-        if self.try_reserve(n) {
-            return Some(vec![0u8; n].into_boxed_slice());
+        while !self.try_reserve(n) {
+            if !self.drop_spare() {
+                return None;
+            }
         }
-        None
+        Some(vec![0u8; n].into_boxed_slice())
     }
 
     /// Takes back a buffer that is no longer used (still counted in `used`).
@@ -162,6 +168,7 @@ mod tests {
         assert!(p.large(1001).is_none());
         let c = p.large(1000).unwrap();
         assert!(p.segment().is_none());
+        assert!(p.large(1).is_none());
         assert_eq!(p.used(), 3000);
         p.give_back(c, true);
         assert_eq!(p.used(), 2000);
@@ -177,6 +184,21 @@ mod tests {
         assert_eq!(p.used(), 0);
         assert!(!p.try_reserve(501));
         assert!(p.try_reserve(500));
+    }
+
+    #[test]
+    fn large_objects_take_the_budget_of_spare_buffers() {
+        let p = Pool::new(3000, 1000);
+        let a = p.segment().unwrap();
+        let b = p.segment().unwrap();
+        p.give_back(a, false);
+        p.give_back(b, false);
+        assert_eq!((p.used(), p.spare_segments()), (2000, 2));
+        let big = p.large(2500).expect("spares give way");
+        assert_eq!((p.used(), p.spare_segments()), (2500, 0));
+        p.give_back(big, true);
+        assert_eq!(p.used(), 0);
+        assert!(p.large(3001).is_none());
     }
 
     #[test]

@@ -1,0 +1,414 @@
+//! Large values (items bigger than a segment, stored as large objects) under
+//! concurrency: 10 MiB and 128 MiB values of a few keys are overwritten,
+//! compare-and-swapped, deleted and read from several threads at once, under
+//! a memory limit that cannot hold them all, so large objects are evicted
+//! while others are being read.
+//!
+//! Every value describes itself: key id, version, length, a pattern seeded by
+//! (key, version), and a checksum. A reader regenerates the pattern from the
+//! header and compares every byte, so a value that is torn (two versions
+//! mixed), truncated, extended, or another key's is caught, not just one
+//! whose checksum happens to fail.
+//!
+//! The amount of work is fixed (operations per thread), never a duration,
+//! and nothing asserts on time.
+
+use larder_store::{Config, Lookup, Mode, Store, StoreResult};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+const MIB: usize = 1 << 20;
+const MAGIC: &[u8; 8] = b"LARDERLV";
+/// magic, key id (u32), version (u64), length (u64).
+const HEAD: usize = 8 + 4 + 8 + 8;
+/// Trailing checksum (u64).
+const TAIL: usize = 8;
+
+/// The tests of this file each hold several hundred MiB; run them one at a
+/// time so that the test binary's peak memory stays modest.
+static HEAVY: Mutex<()> = Mutex::new(());
+
+fn heavy() -> std::sync::MutexGuard<'static, ()> {
+    HEAVY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn seed(key: u32, version: u64) -> u64 {
+    // splitmix64 of (key, version): distinct, well-mixed streams.
+    let mut z = (u64::from(key) << 40 ^ version).wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (z ^ (z >> 31)) | 1
+}
+
+fn next(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
+}
+
+/// FNV-1a over 8-byte words (the last partial word zero-padded).
+fn checksum(data: &[u8]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    let mut chunks = data.chunks_exact(8);
+    for c in &mut chunks {
+        h = (h ^ u64::from_le_bytes(c.try_into().unwrap())).wrapping_mul(0x100_0000_01b3);
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut w = [0u8; 8];
+        w[..rest.len()].copy_from_slice(rest);
+        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(0x100_0000_01b3);
+    }
+    h
+}
+
+/// Fills `out` with version `version` of key `key`, `len` bytes long.
+fn make_value(out: &mut Vec<u8>, key: u32, version: u64, len: usize) {
+    assert!(len >= HEAD + TAIL);
+    out.clear();
+    out.resize(len, 0);
+    out[..8].copy_from_slice(MAGIC);
+    out[8..12].copy_from_slice(&key.to_le_bytes());
+    out[12..20].copy_from_slice(&version.to_le_bytes());
+    out[20..28].copy_from_slice(&(len as u64).to_le_bytes());
+    let mut x = seed(key, version);
+    let body_end = len - TAIL;
+    let mut chunks = out[HEAD..body_end].chunks_exact_mut(8);
+    for c in &mut chunks {
+        c.copy_from_slice(&next(&mut x).to_le_bytes());
+    }
+    let rest = chunks.into_remainder();
+    let n = rest.len();
+    rest.copy_from_slice(&next(&mut x).to_le_bytes()[..n]);
+    let sum = checksum(&out[..body_end]);
+    out[body_end..].copy_from_slice(&sum.to_le_bytes());
+}
+
+/// Checks that `v` is exactly one complete version written for key `key`;
+/// returns that version.
+fn check_value(key: u32, v: &[u8]) -> Result<u64, String> {
+    if v.len() < HEAD + TAIL {
+        return Err(format!("key {key}: value of {} bytes is too short", v.len()));
+    }
+    if &v[..8] != MAGIC {
+        return Err(format!("key {key}: bad magic {:?}", &v[..8]));
+    }
+    let id = u32::from_le_bytes(v[8..12].try_into().unwrap());
+    let version = u64::from_le_bytes(v[12..20].try_into().unwrap());
+    let len = u64::from_le_bytes(v[20..28].try_into().unwrap());
+    if id != key {
+        return Err(format!("key {key}: holds a value of key {id} (version {version})"));
+    }
+    if len != v.len() as u64 {
+        return Err(format!("key {key} version {version}: {} bytes, header says {len}", v.len()));
+    }
+    let body_end = v.len() - TAIL;
+    let sum = u64::from_le_bytes(v[body_end..].try_into().unwrap());
+    if sum != checksum(&v[..body_end]) {
+        return Err(format!("key {key} version {version}: checksum mismatch (torn or corrupted value)"));
+    }
+    // The checksum could in principle collide; the pattern cannot.
+    let mut x = seed(key, version);
+    let mut chunks = v[HEAD..body_end].chunks_exact(8);
+    for (i, c) in (&mut chunks).enumerate() {
+        if c != next(&mut x).to_le_bytes() {
+            return Err(format!("key {key} version {version}: wrong bytes at offset {}", HEAD + 8 * i));
+        }
+    }
+    let rest = chunks.remainder();
+    if rest != &next(&mut x).to_le_bytes()[..rest.len()] {
+        return Err(format!("key {key} version {version}: wrong tail bytes"));
+    }
+    Ok(version)
+}
+
+struct Rng(u64);
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        next(&mut self.0) % n
+    }
+}
+
+/// One key of the test and the versions handed out for it.
+struct Key {
+    id: u32,
+    name: Vec<u8>,
+    /// Nominal size (10 or 128 MiB); each version adds up to 64 KiB so that
+    /// lengths differ between versions.
+    base: usize,
+    next_version: AtomicU64,
+}
+
+impl Key {
+    fn len(&self, r: &mut Rng) -> usize {
+        self.base + r.below(64 << 10) as usize
+    }
+}
+
+struct Shared {
+    store: Store,
+    keys: Vec<Key>,
+    /// Reads that returned a value (all verified).
+    verified: AtomicU64,
+    verified_big: AtomicU64,
+    stored: AtomicU64,
+    /// Stores refused for lack of memory (eviction on: should not happen).
+    out_of_memory: AtomicU64,
+    done: AtomicBool,
+    max_used: AtomicUsize,
+}
+
+impl Shared {
+    fn read(&self, k: &Key, buf: &mut Vec<u8>) -> Option<(u64, u64)> {
+        let got = self.store.get(&k.name, 1, |i| {
+            buf.clear();
+            buf.extend_from_slice(i.value);
+            i.cas
+        });
+        match got {
+            Lookup::Hit(cas) => {
+                let v = check_value(k.id, buf).unwrap_or_else(|e| panic!("{e}"));
+                assert!(v < k.next_version.load(Ordering::SeqCst), "key {}: version {v} never handed out", k.id);
+                self.verified.fetch_add(1, Ordering::Relaxed);
+                if k.base >= 128 * MIB {
+                    self.verified_big.fetch_add(1, Ordering::Relaxed);
+                }
+                Some((v, cas))
+            }
+            Lookup::Miss => None,
+            other => panic!("key {}: unexpected {other:?}", k.id),
+        }
+    }
+
+    fn count(&self, r: &StoreResult) {
+        match r {
+            StoreResult::Stored(_) => {
+                self.stored.fetch_add(1, Ordering::Relaxed);
+            }
+            StoreResult::OutOfMemory => {
+                self.out_of_memory.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Keys 0..n_big are 128 MiB, the rest 10 MiB.
+fn keys(n_big: u32, n_mid: u32) -> Vec<Key> {
+    (0..n_big + n_mid)
+        .map(|id| Key {
+            id,
+            name: format!("large:{id}").into_bytes(),
+            base: if id < n_big { 128 * MIB } else { 10 * MIB },
+            next_version: AtomicU64::new(0),
+        })
+        .collect()
+}
+
+#[test]
+fn value_format_detects_tearing() {
+    let mut a = Vec::new();
+    let mut b = Vec::new();
+    make_value(&mut a, 3, 7, 100_003);
+    make_value(&mut b, 3, 8, 100_003);
+    assert_eq!(check_value(3, &a), Ok(7));
+    assert!(check_value(4, &a).is_err(), "another key's value");
+    // Half of one version, half of the next.
+    let mut torn = a.clone();
+    torn[50_000..].copy_from_slice(&b[50_000..]);
+    assert!(check_value(3, &torn).is_err());
+    torn = a.clone();
+    torn[60_001] ^= 1;
+    assert!(check_value(3, &torn).is_err(), "one flipped bit");
+    assert!(check_value(3, &a[..a.len() - 1]).is_err(), "truncated");
+    let mut longer = a.clone();
+    longer.push(0);
+    assert!(check_value(3, &longer).is_err(), "extended");
+}
+
+/// Writers overwrite (set and cas), readers read, one thread deletes, all on
+/// the same few keys; memory holds about two thirds of the data.
+#[test]
+fn large_values_never_tear_under_concurrent_overwrites_and_eviction() {
+    let _heavy = heavy();
+    let limit = 400 * MIB;
+    let store = Store::new(Config { memory_limit: limit, item_size_max: 1 << 30, segment_size: MIB, evict: true }).unwrap();
+    // 3 × 128 MiB + 6 × 10 MiB = 444 MiB > 400 MiB.
+    let shared = Arc::new(Shared {
+        store,
+        keys: keys(3, 6),
+        verified: AtomicU64::new(0),
+        verified_big: AtomicU64::new(0),
+        stored: AtomicU64::new(0),
+        out_of_memory: AtomicU64::new(0),
+        done: AtomicBool::new(false),
+        max_used: AtomicUsize::new(0),
+    });
+
+    // Every key written once, in order: the last ones evict the first.
+    let mut buf = Vec::new();
+    let mut r = Rng(0x5EED);
+    for k in &shared.keys {
+        let len = k.len(&mut r);
+        make_value(&mut buf, k.id, k.next_version.fetch_add(1, Ordering::SeqCst), len);
+        let res = shared.store.store(Mode::Set, &k.name, 0, 0, &buf, 1);
+        assert!(matches!(res, StoreResult::Stored(_)), "initial set of key {}: {res:?}", k.id);
+    }
+    let st = shared.store.stats();
+    assert!(st.evictions > 0, "the keys must not all fit: {st:?}");
+    drop(buf);
+
+    // Memory stays within the limit the whole time.
+    let monitor = {
+        let sh = shared.clone();
+        std::thread::spawn(move || {
+            while !sh.done.load(Ordering::Relaxed) {
+                let st = sh.store.stats();
+                assert!(st.memory_used <= st.limit_maxbytes, "over the limit: {st:?}");
+                sh.max_used.fetch_max(st.memory_used as usize, Ordering::Relaxed);
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        })
+    };
+
+    let mut threads = Vec::new();
+    // Two writers: plain overwrites, and read-cas-write cycles.
+    for t in 0..2u64 {
+        let sh = shared.clone();
+        threads.push(std::thread::spawn(move || {
+            let mut r = Rng(0xA11CE + t * 0x9E37_79B9);
+            let (mut out, mut inb) = (Vec::new(), Vec::new());
+            for i in 0..24 {
+                // One write in four is a 128 MiB key.
+                let k = if i % 4 == 0 { &sh.keys[r.below(3) as usize] } else { &sh.keys[3 + r.below(6) as usize] };
+                let len = k.len(&mut r);
+                if t == 1 {
+                    if let Some((_, cas)) = sh.read(k, &mut inb) {
+                        make_value(&mut out, k.id, k.next_version.fetch_add(1, Ordering::SeqCst), len);
+                        let res = sh.store.store(Mode::Cas(cas), &k.name, 0, 0, &out, 1);
+                        assert!(
+                            matches!(res, StoreResult::Stored(_) | StoreResult::Exists | StoreResult::NotFound | StoreResult::OutOfMemory),
+                            "cas on key {}: {res:?}",
+                            k.id
+                        );
+                        sh.count(&res);
+                        continue;
+                    }
+                }
+                make_value(&mut out, k.id, k.next_version.fetch_add(1, Ordering::SeqCst), len);
+                let res = sh.store.store(Mode::Set, &k.name, 0, 0, &out, 1);
+                assert!(matches!(res, StoreResult::Stored(_) | StoreResult::OutOfMemory), "set of key {}: {res:?}", k.id);
+                sh.count(&res);
+            }
+        }));
+    }
+    // Two readers, and a reader that sometimes deletes.
+    for t in 0..3u64 {
+        let sh = shared.clone();
+        threads.push(std::thread::spawn(move || {
+            let mut r = Rng(0xBEEF + t * 0x9E37_79B9);
+            let mut buf = Vec::new();
+            for i in 0..40 {
+                let k = &sh.keys[r.below(sh.keys.len() as u64) as usize];
+                if t == 2 && i % 8 == 7 {
+                    sh.store.delete(&k.name, 1);
+                } else {
+                    sh.read(k, &mut buf);
+                }
+            }
+        }));
+    }
+    let mut panicked = None;
+    for t in threads {
+        if let Err(e) = t.join() {
+            panicked.get_or_insert(e);
+        }
+    }
+    shared.done.store(true, Ordering::Relaxed);
+    monitor.join().expect("memory monitor");
+    if let Some(e) = panicked {
+        std::panic::resume_unwind(e);
+    }
+
+    // Whatever is left is intact.
+    let mut buf = Vec::new();
+    for k in &shared.keys {
+        shared.read(k, &mut buf);
+    }
+    let st = shared.store.stats();
+    eprintln!(
+        "verified reads {} (128 MiB: {}), stored {}, out of memory {}, max used {} MiB, {st:?}",
+        shared.verified.load(Ordering::Relaxed),
+        shared.verified_big.load(Ordering::Relaxed),
+        shared.stored.load(Ordering::Relaxed),
+        shared.out_of_memory.load(Ordering::Relaxed),
+        shared.max_used.load(Ordering::Relaxed) >> 20,
+    );
+    assert!(st.memory_used <= st.limit_maxbytes, "{st:?}");
+    assert!(st.large_objects > 0 && st.large_bytes <= st.memory_used, "{st:?}");
+    assert!(shared.verified.load(Ordering::Relaxed) > 0, "some reads must hit");
+    assert_eq!(shared.out_of_memory.load(Ordering::Relaxed), 0, "eviction is on: a store must make room, not fail");
+}
+
+/// Memory given back by small items (deleted, so their segments wait as
+/// spare buffers) must serve a large object: with eviction on, a 128 MiB
+/// set into an otherwise empty cache cannot fail.
+#[test]
+fn large_value_reuses_memory_freed_by_small_items() {
+    let _heavy = heavy();
+    let limit = 160 * MIB;
+    let store = Store::new(Config { memory_limit: limit, item_size_max: 1 << 30, segment_size: MIB, evict: true }).unwrap();
+    let small = vec![b's'; 4000];
+    let n = 120 * MIB / 4000;
+    for i in 0..n {
+        assert!(matches!(store.store(Mode::Set, format!("s:{i}").as_bytes(), 0, 0, &small, 1), StoreResult::Stored(_)));
+    }
+    for i in 0..n {
+        store.delete(format!("s:{i}").as_bytes(), 1);
+    }
+    let mut v = Vec::new();
+    make_value(&mut v, 1, 1, 128 * MIB);
+    let res = store.store(Mode::Set, b"big", 0, 0, &v, 1);
+    assert!(matches!(res, StoreResult::Stored(_)), "{res:?}, {:?}", store.stats());
+    let mut got = Vec::new();
+    assert!(matches!(store.get(b"big", 1, |i| got.extend_from_slice(i.value)), Lookup::Hit(())));
+    assert_eq!(check_value(1, &got), Ok(1));
+    let st = store.stats();
+    assert!(st.memory_used <= st.limit_maxbytes, "{st:?}");
+}
+
+/// A large object evicted for another one, and values of exactly the
+/// segment size and one byte more (the boundary between a segment item and
+/// a large object), read back byte for byte.
+#[test]
+fn large_objects_at_the_segment_boundary_and_replaced_by_eviction() {
+    let _heavy = heavy();
+    let seg = 64 << 10;
+    let store = Store::new(Config { memory_limit: 64 * MIB, item_size_max: 1 << 30, segment_size: seg, evict: true }).unwrap();
+    let st = store.stats();
+    let seg = st.segment_size as usize;
+    let mut v = Vec::new();
+    let mut got = Vec::new();
+    // Around the segment size (item header and key included).
+    for (id, len) in [(1, seg - 40), (2, seg - 20), (3, seg), (4, seg + 1), (5, 3 * seg + 7)] {
+        make_value(&mut v, id, 0, len);
+        assert!(matches!(store.store(Mode::Set, format!("b:{id}").as_bytes(), 0, 0, &v, 1), StoreResult::Stored(_)));
+    }
+    for (id, len) in [(1, seg - 40), (2, seg - 20), (3, seg), (4, seg + 1), (5, 3 * seg + 7)] {
+        got.clear();
+        assert!(matches!(store.get(format!("b:{id}").as_bytes(), 1, |i| got.extend_from_slice(i.value)), Lookup::Hit(())));
+        assert_eq!(got.len(), len);
+        assert_eq!(check_value(id, &got), Ok(0));
+    }
+    // 40 MiB values into 64 MiB: each set evicts the previous one.
+    for version in 0..4 {
+        make_value(&mut v, 9, version, 40 * MIB + version as usize);
+        assert!(matches!(store.store(Mode::Set, b"big", 0, 0, &v, 1), StoreResult::Stored(_)));
+        got.clear();
+        assert!(matches!(store.get(b"big", 1, |i| got.extend_from_slice(i.value)), Lookup::Hit(())));
+        assert_eq!(check_value(9, &got), Ok(version));
+    }
+    let st = store.stats();
+    assert!(st.memory_used <= st.limit_maxbytes, "{st:?}");
+}
