@@ -22,7 +22,9 @@
 //! [`evict`](crate::evict) policy (segment S3-FIFO: items that earned it
 //! are copied to a main-queue segment, the rest die): from itself, or from
 //! another shard it can `try_lock` (never a blocking second lock, so no
-//! deadlock). Readers copy
+//! deadlock). A large object that finds no room that way (the shards that
+//! could give it some are busy) is retried after making room with no lock
+//! held, waiting for one shard at a time. Readers copy
 //! out inside the `read` callback under the shard lock, so no segment can be
 //! recycled under them.
 //!
@@ -334,6 +336,43 @@ impl Store {
         now: Time,
         opts: &WriteOptions,
     ) -> StoreResult {
+        let mut large = 0;
+        let mut result = self.store_once(mode, key, flags, exptime, value, now, opts, &mut large);
+        // A large object found no room while its shard was locked. Making
+        // room there only try-locks other shards (waiting for one while
+        // holding another could deadlock), so a shard that is merely busy —
+        // a reader copying out a 128 MiB value holds its lock that long —
+        // made the store fail although eviction could serve it. Make the
+        // room holding no lock, waiting for one shard at a time, and try
+        // again (a few times: other writers may take the room first).
+        for _ in 0..3 {
+            if result != StoreResult::OutOfMemory || large == 0 || !self.evict {
+                break;
+            }
+            if !self.make_room(self.hasher.hash(key), large, now) {
+                break;
+            }
+            large = 0;
+            result = self.store_once(mode, key, flags, exptime, value, now, opts, &mut large);
+        }
+        result
+    }
+
+    /// One attempt of [`store_cond`](Self::store_cond) under the key's
+    /// shard lock. On `OutOfMemory` for want of a large object's bytes,
+    /// `large` is set to how many.
+    #[allow(clippy::too_many_arguments)]
+    fn store_once(
+        &self,
+        mode: Mode,
+        key: &[u8],
+        flags: u32,
+        exptime: Time,
+        value: &[u8],
+        now: Time,
+        opts: &WriteOptions,
+        large: &mut usize,
+    ) -> StoreResult {
         let WriteOptions { cas, stale_if_older, key_binary, new_cas } = *opts;
         let h = self.hasher.hash(key);
         let mut l = self.lock(h, now);
@@ -393,6 +432,11 @@ impl Store {
         let old_cas = old_loc.map(|o| l.g.cas(o));
         let size = |cas| item::item_len_cas(key.len(), vlen, flags, cas);
         let Some((loc, new_cas)) = self.reserve_version(&mut l, exptime, now, protect, old_cas, new_cas, size) else {
+            // With the bigger form (explicit CAS): enough either way.
+            let want = size(Some(0));
+            if want > self.segment_size {
+                *large = want;
+            }
             if mode == Mode::Set {
                 // Looked up again: eviction may have moved the old item.
                 if let Found::Live(pos, old) = l.g.lookup(h, key, now, &self.pool) {
@@ -623,7 +667,8 @@ impl Store {
                 }
             }
             let plain = evictions >= MAX_COPYING_EVICTIONS;
-            if self.evict_one(l, large.is_some(), protect, now, plain, &mut order) {
+            let me = l.n;
+            if self.evict_one(Some(&mut *l), me, large.is_some(), protect, now, plain, &mut order) {
                 idle = 0;
                 evictions += 1;
                 continue;
@@ -637,17 +682,51 @@ impl Store {
         None
     }
 
-    /// Evicts one segment, from the own shard or one that can be locked
-    /// without waiting. `discard`: release its bytes rather than keep the
-    /// buffer as a spare. `plain`: let no item survive, whatever the
-    /// policy. Whether anything was freed (or, when survivors were compacted
-    /// into the victim, made room).
+    /// Room for a large object of `n` bytes, made while holding no shard
+    /// lock: evicts (blocking on one shard's lock at a time, which cannot
+    /// deadlock) until the budget has `n` bytes free. The caller then takes
+    /// its own lock and reserves them, unless someone else did first.
+    fn make_room(&self, h: u64, n: usize, now: Time) -> bool {
+        if n > self.pool.limit() {
+            return false;
+        }
+        let me = hash::shard(h, self.shards.len());
+        let mut order = Vec::with_capacity(self.shards.len());
+        for evictions in 0..100_000 {
+            if self.pool.has_room(n) {
+                return true;
+            }
+            let plain = evictions >= MAX_COPYING_EVICTIONS;
+            if !self.evict_one(None, me, true, 0, now, plain, &mut order) {
+                return false;
+            }
+        }
+        false
+    }
+
+    /// Evicts one segment. With the requesting shard locked (`l`): from it,
+    /// or from a shard that can be locked without waiting; without
+    /// (`None`, shard number `me`): from any shard, waiting for its lock.
+    /// `discard`: release its bytes rather than keep the buffer as a spare.
+    /// `plain`: let no item survive, whatever the policy. Whether anything
+    /// was freed (or, when survivors were compacted into the victim, made
+    /// room).
     #[allow(clippy::too_many_arguments)]
-    fn evict_one(&self, l: &mut Locked<'_>, discard: bool, protect: u32, now: Time, plain: bool, order: &mut Vec<usize>) -> bool {
+    fn evict_one(
+        &self,
+        mut l: Option<&mut Locked<'_>>,
+        me: usize,
+        discard: bool,
+        protect: u32,
+        now: Time,
+        plain: bool,
+        order: &mut Vec<usize>,
+    ) -> bool {
         let oldest: Vec<u64> = self.published.iter().map(|p| p.oldest.load(Ordering::Relaxed)).collect();
         // Out of segment ids in this shard: only its own segments help.
-        let own_only = !l.g.segs.has_free_id();
-        self.policy.shard_order(l.n, &oldest, discard, order);
+        let own_only = l.as_ref().is_some_and(|l| !l.g.segs.has_free_id());
+        let locked = l.is_some();
+        self.policy.shard_order(me, &oldest, discard, order);
         let flush = self.flush.load(Ordering::Acquire);
         let second = if self.evict { Want::Evict } else { Want::Reclaim };
         let keep = !plain && self.policy.keeps_survivors();
@@ -667,7 +746,7 @@ impl Store {
         let wants: &[Want] = if plain { &[Want::Free, second] } else { &[Want::Free, Want::Compact, second] };
         for &want in wants {
             for &v in order.iter() {
-                if own_only && v != l.n {
+                if own_only && v != me {
                     continue;
                 }
                 // Shards known to hold no free segment yet are skipped
@@ -675,27 +754,27 @@ impl Store {
                 if want == Want::Free && self.published[v].free_at.load(Ordering::Relaxed) > now {
                     continue;
                 }
-                let seg = if v == l.n {
-                    match self.policy.pick(&l.g, protect, now, want) {
-                        Some(id) => evict(&mut l.g, id, want, protect),
-                        None => {
-                            if want == Want::Free {
-                                l.g.publish_free_at();
-                            }
-                            continue;
-                        }
+                let mut other;
+                let (g, protect): (&mut Shard, u32) = match l.as_deref_mut() {
+                    Some(own) if v == me => (&mut own.g, protect),
+                    _ => {
+                        other = if locked {
+                            let Ok(g) = self.shards[v].0.try_lock() else { continue };
+                            g
+                        } else {
+                            self.shards[v].0.lock().unwrap_or_else(|e| e.into_inner())
+                        };
+                        other.apply_flush(flush, now, &self.pool);
+                        (&mut other, 0)
                     }
-                } else {
-                    let Ok(mut g) = self.shards[v].0.try_lock() else { continue };
-                    g.apply_flush(flush, now, &self.pool);
-                    match self.policy.pick(&g, 0, now, want) {
-                        Some(id) => evict(&mut g, id, want, 0),
-                        None => {
-                            if want == Want::Free {
-                                g.publish_free_at();
-                            }
-                            continue;
+                };
+                let seg = match self.policy.pick(g, protect, now, want) {
+                    Some(id) => evict(g, id, want, protect),
+                    None => {
+                        if want == Want::Free {
+                            g.publish_free_at();
                         }
+                        continue;
                     }
                 };
                 // None: survivors were compacted into the victim, which

@@ -101,6 +101,19 @@ impl Pool {
         Some(vec![0u8; n].into_boxed_slice())
     }
 
+    /// Whether `n` more bytes fit in the budget, once spare buffers are
+    /// released (as [`large`](Self::large) would).
+    pub fn has_room(&self, n: usize) -> bool {
+        loop {
+            if self.used().checked_add(n).is_some_and(|t| t <= self.limit()) {
+                return true;
+            }
+            if !self.drop_spare() {
+                return false;
+            }
+        }
+    }
+
     /// Takes back a buffer that is no longer used (still counted in `used`).
     /// Regular buffers are kept for reuse unless the pool is over its limit.
     pub fn give_back(&self, buf: Box<[u8]>, large: bool) {
@@ -194,6 +207,13 @@ mod tests {
         p.give_back(a, false);
         p.give_back(b, false);
         assert_eq!((p.used(), p.spare_segments()), (2000, 2));
+        assert!(p.has_room(1000), "room without touching the spares");
+        assert_eq!(p.spare_segments(), 2);
+        assert!(p.has_room(2000));
+        assert_eq!((p.used(), p.spare_segments()), (1000, 1), "one spare gave way");
+        assert!(!p.has_room(3001));
+        let b = p.segment().unwrap();
+        p.give_back(b, false);
         let big = p.large(2500).expect("spares give way");
         assert_eq!((p.used(), p.spare_segments()), (2500, 0));
         p.give_back(big, true);

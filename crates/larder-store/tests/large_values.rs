@@ -412,3 +412,65 @@ fn large_objects_at_the_segment_boundary_and_replaced_by_eviction() {
     let st = store.stats();
     assert!(st.memory_used <= st.limit_maxbytes, "{st:?}");
 }
+
+/// A store that can only make room by evicting a large object whose shard
+/// is busy — here a reader holds it inside its read callback, as while a
+/// 128 MiB value is being copied out — waits for that shard instead of
+/// failing with `OutOfMemory` (eviction is on). Each round uses another
+/// writer key: when it happens to share the reader's shard the writer just
+/// waits for its own lock, so only rounds with distinct shards test anything
+/// (with 16 shards, nearly all of them).
+#[test]
+fn a_large_store_waits_for_a_busy_shard_instead_of_failing() {
+    let _heavy = heavy();
+    let store = Arc::new(Store::new(Config { memory_limit: 64 * MIB, item_size_max: 1 << 30, segment_size: MIB, evict: true }).unwrap());
+    assert!(store.stats().shards > 1);
+    let mut victim = Vec::new();
+    make_value(&mut victim, 0, 0, 40 * MIB);
+    let victim = Arc::new(victim);
+    for round in 0..4u32 {
+        let r = store.store(Mode::Set, b"victim", 0, 0, &victim, 1);
+        assert!(matches!(r, StoreResult::Stored(_)), "round {round}: victim {r:?}");
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let holder = {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                let got = store.get(b"victim", 1, |i| {
+                    held_tx.send(()).unwrap();
+                    let _ = release_rx.recv();
+                    check_value(0, i.value)
+                });
+                assert_eq!(got, Lookup::Hit(Ok(0)));
+            })
+        };
+        held_rx.recv().unwrap();
+        // 40 + 30 MiB do not fit in 64: the victim must go.
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let writer = {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                let mut v = Vec::new();
+                make_value(&mut v, 1 + round, 0, 30 * MIB);
+                let key = format!("writer:{round}");
+                done_tx.send(store.store(Mode::Set, key.as_bytes(), 0, 0, &v, 1)).unwrap();
+                let mut got = Vec::new();
+                assert!(matches!(store.get(key.as_bytes(), 1, |i| got.extend_from_slice(i.value)), Lookup::Hit(())));
+                assert_eq!(check_value(1 + round, &got), Ok(0));
+                store.delete(key.as_bytes(), 1);
+            })
+        };
+        // While the shard is held the writer must not give up. (If it is
+        // still waiting after this long, release the shard: the writer must
+        // then succeed. Nothing here depends on how long anything takes.)
+        let early = done_rx.recv_timeout(std::time::Duration::from_millis(500));
+        if let Ok(r) = &early {
+            assert!(matches!(r, StoreResult::Stored(_)), "round {round}: gave up while a shard was busy: {r:?}");
+        }
+        release_tx.send(()).unwrap();
+        holder.join().unwrap();
+        let r = early.unwrap_or_else(|_| done_rx.recv().unwrap());
+        assert!(matches!(r, StoreResult::Stored(_)), "round {round}: {r:?}");
+        writer.join().unwrap();
+    }
+}
