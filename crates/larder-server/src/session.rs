@@ -124,6 +124,9 @@ pub struct Session {
     wstart: usize,
     /// Bytes of a rejected data block still to discard.
     swallow: usize,
+    /// Bytes (from `rstart`) the request being received needs in all, when
+    /// the parser knows (a data block is on its way); 0 otherwise.
+    need: usize,
     /// Close once the pending output is written.
     closing: bool,
     /// Which protocol the client speaks; decided by its first byte under
@@ -159,6 +162,7 @@ impl Session {
             wbuf: Vec::with_capacity(BUF_SIZE),
             wstart: 0,
             swallow: 0,
+            need: 0,
             closing: false,
             wire: Wire::Undecided,
             last_active: now,
@@ -258,11 +262,22 @@ impl Session {
     }
 
     /// Make the read buffer able to hold `total` bytes of one request.
+    ///
+    /// A bigger buffer is allocated at its exact size and zeroed by the
+    /// allocator (`vec![0; n]`: fresh pages, no memset pass over a 128 MiB
+    /// value), and only the unprocessed bytes move into it — not a `resize`,
+    /// which would copy and then memset.
     fn reserve_for(&mut self, total: usize) {
+        self.need = total;
         if self.rstart + total > self.rbuf.len() {
-            self.compact();
             if total > self.rbuf.len() {
-                self.rbuf.resize(total, 0);
+                let mut grown = vec![0u8; total];
+                grown[..self.rend - self.rstart].copy_from_slice(&self.rbuf[self.rstart..self.rend]);
+                self.rbuf = grown;
+                self.rend -= self.rstart;
+                self.rstart = 0;
+            } else {
+                self.compact();
             }
         }
     }
@@ -272,10 +287,14 @@ impl Session {
         if self.rstart == self.rend {
             self.rstart = 0;
             self.rend = 0;
+            self.need = 0;
         }
         if self.rbuf.len() - self.rend < BUF_SIZE / 4 {
             self.compact();
-            if self.rbuf.len() - self.rend < BUF_SIZE / 4 {
+            // A data block of known size has its room already (`reserve_for`):
+            // its last few bytes must not grow (reallocate) a 128 MiB buffer.
+            let has_room = self.need != 0 && self.rend < self.rstart + self.need && self.rstart + self.need <= self.rbuf.len();
+            if self.rbuf.len() - self.rend < BUF_SIZE / 4 && !has_room {
                 // An unfinished line or block that fills the buffer: grow.
                 // The parser bounds how far (line limits, -I).
                 let grown = self.rbuf.len() + BUF_SIZE;
@@ -291,6 +310,8 @@ impl Session {
     /// of them; true if it stopped because the allowance ran out.
     fn process(&mut self, srv: &Server, ws: &WorkerStats, obs: &mut Obs, now: Time, allowance: &mut usize) -> bool {
         self.info.set_state(ConnState::ParseCmd);
+        // Set again below if the request at the front is still incomplete.
+        self.need = 0;
         loop {
             if self.swallow > 0 {
                 let n = self.swallow.min(self.rend - self.rstart);
