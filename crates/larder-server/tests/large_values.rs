@@ -14,6 +14,9 @@
 //! Work is counted in operations, never in time. The tests of this file run
 //! one at a time (each holds a few hundred MiB in the server).
 
+// `is_multiple_of` is newer than the workspace MSRV (1.80).
+#![allow(unknown_lints, clippy::manual_is_multiple_of)]
+
 mod common;
 
 use common::Larder;

@@ -13,6 +13,9 @@
 //! The amount of work is fixed (operations per thread), never a duration,
 //! and nothing asserts on time.
 
+// `is_multiple_of` is newer than the workspace MSRV (1.80).
+#![allow(unknown_lints, clippy::manual_is_multiple_of)]
+
 use larder_store::{Config, Lookup, Mode, Store, StoreResult};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
