@@ -11,6 +11,8 @@
 //! ts=<sec>.<usec> gid=<n> type=item_get key=<k> status=<found|not_found|flushed|expired> clsid=<c> cfd=<fd> size=<value bytes>
 //! ts=<sec>.<usec> gid=<n> type=item_store key=<k> status=<not_stored|stored|exists|not_found|too_large|no_memory> cmd=<add|set|replace|append|prepend|cas> ttl=<s> clsid=<c> cfd=<fd> size=<value bytes>
 //! ts=<sec>.<usec> gid=<n> type=eviction key=<k> fetch=<yes|no> ttl=<s left or -1> la=<s since last access> clsid=<c> size=<value bytes>
+//! ts=<sec>.<usec> gid=<n> type=conn_new rip=<ip|unix> rport=<port|0> transport=<tcp|local> cfd=<fd>
+//! ts=<sec>.<usec> gid=<n> type=conn_close rip=<ip|unix> rport=<port|0> transport=<tcp|local> reason=<error|normal|idle_timeout|shutdown> cfd=<fd>
 //! ```
 //!
 //! Recorded from memcached 1.6.18:
@@ -207,6 +209,39 @@ pub fn eviction(out: &mut Vec<u8>, ts: Timestamp, gid: u64, key: &[u8], fetched:
     push_u64(out, clsid as u64);
     out.extend_from_slice(b" size=");
     push_u64(out, size);
+    out.push(b'\n');
+}
+
+/// `type=conn_new` (`reason: None`) or `type=conn_close` (watch
+/// `connevents`); `rip`/`rport` as memcached prints them (IPv6 without
+/// brackets; a Unix socket peer is `unix` / `0`).
+#[allow(clippy::too_many_arguments)]
+pub fn conn_event(
+    out: &mut Vec<u8>,
+    ts: Timestamp,
+    gid: u64,
+    ty: &[u8],
+    rip: &[u8],
+    rport: &[u8],
+    transport: &[u8],
+    reason: Option<&[u8]>,
+    cfd: i32,
+) {
+    head(out, ts, gid, ty);
+    // head() ends with " key=": conn lines have no key.
+    out.truncate(out.len() - b" key=".len());
+    out.extend_from_slice(b" rip=");
+    out.extend_from_slice(rip);
+    out.extend_from_slice(b" rport=");
+    out.extend_from_slice(rport);
+    out.extend_from_slice(b" transport=");
+    out.extend_from_slice(transport);
+    if let Some(r) = reason {
+        out.extend_from_slice(b" reason=");
+        out.extend_from_slice(r);
+    }
+    out.extend_from_slice(b" cfd=");
+    push_i64(out, cfd as i64);
     out.push(b'\n');
 }
 

@@ -29,6 +29,9 @@ pub fn triage<'a>(srv: &Server, ws: &WorkerStats, parsed: BinParsed<'a>, now: Ti
         BinParsed::Incomplete { needed } => BinStep::Wait(needed),
         BinParsed::Error { response_status, opcode, opaque, consumed, swallow, close, unlink_key } => {
             if let Some(key) = unlink_key {
+                // Only a set names its key here (memcached 1.6.18 crashes
+                // logging a too-large binary store: see logger.rs).
+                crate::logger::rejected_store(srv, key, larder_observe::watch::StoreCmd::Set, now);
                 srv.store.delete(key, now);
             }
             if response_status == Status::TooLarge {
@@ -66,6 +69,7 @@ pub fn execute(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: BinRequest<'_
                     Some(exp) => srv.store.get_and_touch(req.key, now, exp, write),
                 }
             };
+            crate::logger::fetched(srv, req.key, &found, |h| Some(h.0));
             let hit = matches!(found, Lookup::Hit(_));
             if let Lookup::Hit((vlen, bytes)) = found {
                 obs.get(req.key, Some(vlen), now);
@@ -94,10 +98,11 @@ pub fn execute(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: BinRequest<'_
             let cas_enabled = srv.settings.cas_enabled;
             let found = srv.store.get_and_touch(req.key, now, exp, |item| {
                 let bytes = larder_store::item_bytes(req.key.len(), item.value.len(), item.flags);
-                (item.flags, if cas_enabled { item.cas } else { 0 }, bytes)
+                (item.flags, if cas_enabled { item.cas } else { 0 }, bytes, item.value.len())
             });
+            crate::logger::fetched(srv, req.key, &found, |h| Some(h.3));
             match found {
-                Lookup::Hit((flags, cas, bytes)) => {
+                Lookup::Hit((flags, cas, bytes, _)) => {
                     obs.touched(req.key, bytes, now, exp);
                     bump(&ws.touch_hits, 1);
                     binary::touch_hit(out, req.opaque, cas, flags);
@@ -112,6 +117,7 @@ pub fn execute(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: BinRequest<'_
             store(srv, ws, obs, &req, now, out);
         }
         Command::Delete => {
+            crate::logger::fetch_first(srv, req.key, now);
             let outcome = srv.store.delete_if(req.key, now, cas_arg);
             obs.deleted(req.key, outcome == DeleteOutcome::Deleted);
             let status = match outcome {
@@ -181,7 +187,10 @@ fn store(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: &BinRequest<'_>, no
         _ => Mode::Prepend,
     };
     let cas_check = (req.cas != 0 && matches!(mode, Mode::Append | Mode::Prepend)).then_some(req.cas);
+    let prior = crate::logger::before_store(srv, req.key, now, mode);
     let result = srv.store.store_if(mode, req.key, flags, exptime, req.value, now, cas_check);
+    let cmd = crate::logger::store_cmd(mode, false);
+    crate::logger::after_store(srv, req.key, prior, cmd, &result, exptime, req.value.len(), now);
     if let StoreResult::Stored(_) = result {
         obs.stored(req.key, now, exptime);
     } else {
@@ -236,6 +245,7 @@ fn arith(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: &BinRequest<'_>, no
     };
     let (hits, misses) = if incr { (&ws.incr_hits, &ws.incr_misses) } else { (&ws.decr_hits, &ws.decr_misses) };
     let cas_arg = (req.cas != 0).then_some(req.cas);
+    crate::logger::fetch_first(srv, req.key, now);
     match srv.store.arith_if(req.key, now, incr, delta, cas_arg) {
         ArithOutcome::Value { value, cas, .. } => {
             obs.resized(req.key);
@@ -254,7 +264,11 @@ fn arith(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: &BinRequest<'_>, no
             let mut digits = Vec::with_capacity(20);
             push_u64(&mut digits, initial);
             let exp = srv.clock.expiry(exptime as i64);
-            match srv.store.store(Mode::Add, req.key, 0, exp, &digits, now) {
+            let prior = crate::logger::before_store(srv, req.key, now, Mode::Add);
+            let result = srv.store.store(Mode::Add, req.key, 0, exp, &digits, now);
+            let cmd = larder_observe::watch::StoreCmd::Add;
+            crate::logger::after_store(srv, req.key, prior, cmd, &result, exp, digits.len(), now);
+            match result {
                 StoreResult::Stored(cas) => {
                     obs.stored(req.key, now, exp);
                     if !op.quiet() {

@@ -34,6 +34,10 @@ pub struct Settings {
     pub flush_enabled: bool,
     pub dump_enabled: bool,
     pub watch_enabled: bool,
+    /// `-o worker_logbuf_size` / `-o watcher_logbuf_size` (given in KiB):
+    /// the `watch` buffers of each worker and of each watcher.
+    pub worker_logbuf_size: usize,
+    pub watcher_logbuf_size: usize,
     pub prefix_delimiter: u8,
     pub detail_enabled: bool,
     pub idle_timeout: u32,
@@ -131,6 +135,8 @@ impl Default for Settings {
             flush_enabled: true,
             dump_enabled: true,
             watch_enabled: true,
+            worker_logbuf_size: crate::logger::WORKER_BUF_DEFAULT,
+            watcher_logbuf_size: crate::logger::WATCHER_BUF_DEFAULT,
             prefix_delimiter: b':',
             detail_enabled: false,
             idle_timeout: 0,
@@ -456,6 +462,17 @@ fn parse_extended<'a>(list: &'a str, s: &mut Settings) -> Result<(), UsageError>
                     _ => return err(format!("larder: bad value for -o {name}: '{v}'")),
                 }
             }
+            "worker_logbuf_size" | "watcher_logbuf_size" => {
+                // memcached: kilobytes.
+                let v = need(value)?;
+                let kib: u32 = v.parse().map_err(|_| UsageError(format!("larder: could not parse argument to {name}: '{v}'")))?;
+                let bytes = kib as usize * 1024;
+                if name == "worker_logbuf_size" {
+                    s.worker_logbuf_size = bytes;
+                } else {
+                    s.watcher_logbuf_size = bytes;
+                }
+            }
             "metrics_addr" => {
                 let v = need(value)?;
                 if v.parse::<std::net::IpAddr>().is_err() {
@@ -540,6 +557,9 @@ pub fn help_text() -> String {
 -o, --extended            comma separated list of extended options
    - idle_timeout:        timeout for idle connections, seconds (default: 0, no timeout)
    - maxconns_fast:       immediately close new connections after limit (default: enabled)
+   - watcher_logbuf_size: size in kilobytes of per-watcher write buffer (default: 256)
+   - worker_logbuf_size:  size in kilobytes of per-worker-thread buffer
+                          read by background thread, then written to watchers (default: 64)
    - relaxed_privileges:  accepted for compatibility
    - grace:               serve an expired value for this long (e.g. 30s) to all
                           but one getter while that one refills it (default: off)

@@ -44,6 +44,7 @@ pub fn execute(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: Request<'_>, 
         }
         Request::Delete { key, noreply } => {
             srv.note_write(key);
+            crate::logger::fetch_first(srv, key, now);
             let removed = srv.store.delete(key, now);
             obs.deleted(key, removed);
             let line = if removed {
@@ -59,6 +60,7 @@ pub fn execute(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: Request<'_>, 
         }
         Request::Arith { key, incr, delta, noreply } => {
             let (hits, misses) = if incr { (&ws.incr_hits, &ws.incr_misses) } else { (&ws.decr_hits, &ws.decr_misses) };
+            crate::logger::fetch_first(srv, key, now);
             let result = srv.store.arith(key, now, incr, delta);
             if let ArithResult::Value(_) = result {
                 obs.resized(key);
@@ -87,9 +89,10 @@ pub fn execute(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: Request<'_>, 
             bump(&ws.cmd_touch, 1);
             let exp = srv.clock.expiry(exptime);
             let found = srv.store.get_and_touch(key, now, exp, |item| {
-                larder_store::item_bytes(key.len(), item.value.len(), item.flags)
+                (larder_store::item_bytes(key.len(), item.value.len(), item.flags), item.value.len())
             });
-            let line = if let Lookup::Hit(bytes) = found {
+            crate::logger::fetched(srv, key, &found, |h| Some(h.1));
+            let line = if let Lookup::Hit((bytes, _)) = found {
                 obs.touched(key, bytes, now, exp);
                 bump(&ws.touch_hits, 1);
                 reply::TOUCHED
@@ -189,6 +192,7 @@ fn get_one(srv: &Server, ws: &WorkerStats, obs: &mut Obs, key: &[u8], now: Time,
             Some(exp) => srv.store.get_and_touch(key, now, exp, write),
         }
     };
+    crate::logger::fetched(srv, key, &found, |h| Some(h.0));
     if let Lookup::Hit((vlen, bytes)) = found {
         obs.get(key, Some(vlen), now);
         if let Some(exp) = touch {
@@ -272,7 +276,9 @@ fn store(
         StoreCommand::Prepend => Mode::Prepend,
         StoreCommand::Cas(unique) => Mode::Cas(unique),
     };
+    let prior = crate::logger::before_store(srv, key, now, mode);
     let result = srv.store.store(mode, key, flags, exptime, data, now);
+    crate::logger::after_store(srv, key, prior, crate::logger::store_cmd(mode, false), &result, exptime, data.len(), now);
     if let StoreResult::Stored(_) = result {
         srv.note_write(key);
         obs.stored(key, now, exptime);
@@ -347,6 +353,7 @@ pub fn triage<'a>(srv: &Server, ws: &WorkerStats, parsed: Parsed<'a>, now: Time,
         Parsed::Silent { consumed, swallow } => Step::Skip { consumed, swallow },
         Parsed::TooLarge { command, key, noreply, consumed, swallow } => {
             bump(&ws.store_too_large, 1);
+            crate::logger::rejected_store(srv, key, crate::logger::text_cmd(command), now);
             if command == StoreCommand::Set {
                 forget_on_failed_set(srv, Mode::Set, key, now);
             }

@@ -15,6 +15,7 @@ mod config;
 mod exec;
 mod grace;
 mod listen;
+mod logger;
 mod metaexec;
 mod metrics;
 mod observe;
@@ -103,6 +104,9 @@ fn run(settings: Settings) -> Result<(), String> {
     let srv = Arc::new(Server::new(settings, store, listeners_count));
     listen::register_listeners(&srv, &bound.listeners, &bound.udp);
     observe::install_departure_hook(&srv);
+    if srv.settings.watch_enabled {
+        logger::start(srv.clone()).map_err(|e| format!("larder: cannot start the logger thread: {e}"))?;
+    }
     if let Some(l) = metrics_listener {
         metrics::spawn(srv.clone(), l)?;
     }

@@ -63,6 +63,8 @@ fn get(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: &MetaRequest<'_>, now
         meta::mg_hit(out, req, &item);
         (m.created, m.item.value.len(), larder_store::item_bytes(req.key().len(), m.item.value.len(), m.item.flags))
     });
+    // A vivified item (N) was a miss.
+    crate::logger::fetched(srv, req.key(), &found, |h| (!h.0).then_some(h.1));
     match found {
         Lookup::Hit((created, vlen, bytes)) => {
             if created {
@@ -116,6 +118,7 @@ fn set(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: &MetaRequest<'_>, now
         StoreCommand::Prepend => (Mode::Prepend, f.cas),
     };
     let key = req.key();
+    let prior = crate::logger::before_store(srv, key, now, mode);
     let result =
         srv.store.meta_store(mode, key, f.client_flags, exptime, req.data, now, &WriteOptions {
             cas,
@@ -123,6 +126,8 @@ fn set(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: &MetaRequest<'_>, now
             key_binary: req.key_binary(),
             new_cas: f.new_cas,
         });
+    let cmd = crate::logger::store_cmd(mode, cas.is_some());
+    crate::logger::after_store(srv, key, prior, cmd, &result, exptime, req.data.len(), now);
     bump(&ws.cmd_set, 1);
     if let StoreResult::Stored(_) = result {
         obs.stored(key, now, exptime);
@@ -164,6 +169,7 @@ fn delete(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: &MetaRequest<'_>, 
     let f = &req.flags;
     let key = req.key();
     let invalidate = f.has(b'I');
+    crate::logger::fetch_first(srv, key, now);
     let outcome = if invalidate {
         srv.store.invalidate(key, now, f.cas, f.ttl.map(|t| srv.clock.expiry(t as i64)), f.new_cas)
     } else {
@@ -194,6 +200,7 @@ fn arith(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: &MetaRequest<'_>, n
     let incr = req.incr();
     let key = req.key();
     let (hits, misses) = if incr { (&ws.incr_hits, &ws.incr_misses) } else { (&ws.decr_hits, &ws.decr_misses) };
+    crate::logger::fetch_first(srv, key, now);
     let outcome = match srv.store.arith_meta(key, now, incr, f.delta, f.cas, f.new_cas) {
         ArithOutcome::Value { value, cas, exptime } => {
             obs.resized(key);
@@ -215,7 +222,11 @@ fn arith(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: &MetaRequest<'_>, n
                     let mut digits = [0u8; 20];
                     let text = decimal(f.initial, &mut digits);
                     let opts = WriteOptions { new_cas: f.new_cas, key_binary: req.key_binary(), ..WriteOptions::default() };
-                    match srv.store.meta_store(Mode::Add, key, 0, exptime, text, now, &opts) {
+                    let prior = crate::logger::before_store(srv, key, now, Mode::Add);
+                    let result = srv.store.meta_store(Mode::Add, key, 0, exptime, text, now, &opts);
+                    let cmd = larder_observe::watch::StoreCmd::Add;
+                    crate::logger::after_store(srv, key, prior, cmd, &result, exptime, text.len(), now);
+                    match result {
                         StoreResult::Stored(cas) => MaOutcome::Item({
                             obs.stored(key, now, exptime);
                             MaItem {
@@ -263,8 +274,10 @@ fn debug(srv: &Server, req: &MetaRequest<'_>, now: Time, out: &mut Vec<u8>) {
             key_binary: m.key_binary,
         };
         meta::me(out, key, &item);
+        m.item.value.len()
     });
-    if !matches!(found, Lookup::Hit(())) {
+    crate::logger::fetched(srv, key, &found, |n| Some(*n));
+    if !matches!(found, Lookup::Hit(_)) {
         meta::me_miss(out);
     }
 }

@@ -43,7 +43,7 @@
 
 use crate::server::Server;
 use larder_observe::observer::ObserverWorker;
-use larder_store::{Departure, Time};
+use larder_store::{DepartedItem, Departure, Time};
 use std::cell::RefCell;
 use std::sync::Arc;
 
@@ -66,17 +66,24 @@ fn with_worker(f: impl FnOnce(&mut ObserverWorker)) {
 }
 
 /// Report the store's evictions, expiries and flushes to the worker whose
-/// store call caused them.
+/// store call caused them, and evictions to `watch evictions` (logger.rs).
 pub fn install_departure_hook(srv: &Server) {
-    if !srv.settings.observe.enabled {
+    let observe = srv.settings.observe.enabled;
+    if !observe && !srv.settings.watch_enabled {
         return;
     }
-    srv.store.set_departure_hook(Some(Arc::new(|key: &[u8], bytes: u64, why: Departure| {
-        with_worker(|w| match why {
-            Departure::Evicted => w.on_evict(key, bytes),
-            Departure::Expired | Departure::Flushed => w.on_expire(key, bytes),
-            Departure::Moved => w.on_resize(key, bytes, 0),
-        })
+    let log = srv.log.clone();
+    srv.store.set_departure_hook(Some(Arc::new(move |key: &[u8], bytes: u64, why: Departure, item: &DepartedItem| {
+        if why == Departure::Evicted {
+            log.eviction(key, item);
+        }
+        if observe {
+            with_worker(|w| match why {
+                Departure::Evicted => w.on_evict(key, bytes),
+                Departure::Expired | Departure::Flushed => w.on_expire(key, bytes),
+                Departure::Moved => w.on_resize(key, bytes, 0),
+            })
+        }
     })));
 }
 

@@ -25,6 +25,8 @@ pub enum ConnState {
     /// Writing replies the client has not read yet.
     Write = 5,
     Closing = 6,
+    /// Handed to the logger thread by `watch`.
+    Watch = 7,
 }
 
 impl ConnState {
@@ -36,6 +38,7 @@ impl ConnState {
             3 => ConnState::Nread,
             4 => ConnState::Swallow,
             5 => ConnState::Write,
+            7 => ConnState::Watch,
             _ => ConnState::Closing,
         }
     }
@@ -49,6 +52,7 @@ impl ConnState {
             ConnState::Swallow => "conn_swallow",
             ConnState::Write => "conn_mwrite",
             ConnState::Closing => "conn_closing",
+            ConnState::Watch => "conn_watch",
         }
     }
 }

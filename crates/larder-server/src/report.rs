@@ -135,12 +135,15 @@ fn general(srv: &Server, out: &mut Vec<u8>) {
     if srv.settings.lru_maintainer {
         stat_u64(out, "lru_maintainer_juggles", 0);
     }
-    for name in [
-        "malloc_fails", "log_worker_dropped", "log_worker_written", "log_watcher_skipped",
-        "log_watcher_sent", "log_watchers", "unexpected_napi_ids", "round_robin_fallback",
-    ] {
-        stat_u64(out, name, 0);
-    }
+    stat_u64(out, "malloc_fails", 0);
+    let [dropped, written, skipped, sent, watchers] = srv.log.stats();
+    stat_u64(out, "log_worker_dropped", dropped);
+    stat_u64(out, "log_worker_written", written);
+    stat_u64(out, "log_watcher_skipped", skipped);
+    stat_u64(out, "log_watcher_sent", sent);
+    stat_u64(out, "log_watchers", watchers);
+    stat_u64(out, "unexpected_napi_ids", 0);
+    stat_u64(out, "round_robin_fallback", 0);
     stat_u64(out, "bytes", st.bytes);
     stat_u64(out, "curr_items", st.curr_items);
     stat_u64(out, "total_items", st.total_items);
@@ -215,6 +218,8 @@ fn settings(srv: &Server, out: &mut Vec<u8>) {
     stat_str(out, "dump_enabled", yes_no(s.dump_enabled));
     stat_str(out, "watch_enabled", yes_no(s.watch_enabled));
     stat_u64(out, "idle_timeout", s.idle_timeout as u64);
+    stat_u64(out, "watcher_logbuf_size", s.watcher_logbuf_size as u64);
+    stat_u64(out, "worker_logbuf_size", s.worker_logbuf_size as u64);
     stat_str(out, "larder_segment_size", &st.segment_size.to_string());
 }
 

@@ -23,6 +23,9 @@ pub struct Server {
     /// Observability state shared by the workers (each has its own
     /// `ObserverWorker`, see `observe.rs`).
     pub observer: larder_observe::observer::Observer,
+    /// `watch` log streams (`logger.rs`); shared with the store's departure
+    /// hook, hence the Arc.
+    pub log: std::sync::Arc<crate::logger::Logger>,
     verbosity: AtomicU32,
     stopping: AtomicBool,
     /// With `-C`: the second of the last immediate `flush_all` (0 = none).
@@ -46,7 +49,9 @@ impl Server {
             ..Default::default()
         });
         observer.prefixes.set_detail(settings.detail_enabled);
+        let log = crate::logger::Logger::new(settings.watch_enabled, settings.worker_logbuf_size, settings.watcher_logbuf_size);
         Server {
+            log: std::sync::Arc::new(log),
             verbosity: AtomicU32::new(settings.verbose),
             stats: ServerStats::new(settings.threads),
             settings,
@@ -142,6 +147,7 @@ impl Server {
     pub fn reset_stats(&self) {
         self.stats.reset();
         self.observer.reset();
+        self.log.reset_stats();
         *self.store_baseline.lock().unwrap() = self.store.stats();
     }
 }

@@ -19,6 +19,11 @@
 //! the dump waits for the client like any other output, and each step
 //! counts against the `-R` allowance so other connections of the worker
 //! keep being served. Requests pipelined behind it run after its `END`.
+//!
+//! `watch` ends the session: once the logger accepts the watcher, the
+//! worker hands the socket to the logger thread ([`Status::Watch`]; see
+//! `logger.rs`) and anything pipelined behind the command is dropped, as
+//! memcached ignores it.
 
 use crate::exec::{execute, triage, After, Step};
 use crate::registry::{ConnInfo, ConnState};
@@ -27,6 +32,7 @@ use crate::server::Server;
 use crate::stats::{bump, WorkerStats};
 use crate::binexec::{self, BinStep};
 use crate::config::Protocol;
+use crate::logger::{CloseReason, Reserved};
 use larder_proto::{binary, parse, AdminCommand, Request};
 use larder_store::Time;
 use mio::event::Source;
@@ -110,6 +116,8 @@ pub enum Status {
     /// It has more work (read budget used up): run it again soon.
     Again,
     Close,
+    /// Became a watcher: hand the socket to the logger ([`Session::into_watcher`]).
+    Watch,
 }
 
 pub struct Session {
@@ -138,6 +146,10 @@ pub struct Session {
     pub served: u32,
     /// An `lru_crawler metadump` in progress.
     dump: Option<Dump>,
+    /// What `watch conn_close` will say when this connection ends.
+    pub close_reason: CloseReason,
+    /// `watch` accepted: the connection now belongs to the logger.
+    watch: Option<Reserved>,
 }
 
 /// Segments walked per metadump step (one hold of a shard lock).
@@ -168,11 +180,20 @@ impl Session {
             last_active: now,
             served: 0,
             dump: None,
+            close_reason: CloseReason::Error,
+            watch: None,
         }
     }
 
     pub fn stream_mut(&mut self) -> &mut Stream {
         &mut self.stream
+    }
+
+    /// After [`Status::Watch`]: the socket, its registry entry and the
+    /// watcher slot, for `Logger::adopt`.
+    pub fn into_watcher(self) -> Option<(Stream, Arc<ConnInfo>, Reserved)> {
+        let r = self.watch?;
+        Some((self.stream, self.info, r))
     }
 
     /// Replies are waiting for the socket to accept them.
@@ -206,6 +227,9 @@ impl Session {
             if self.rstart < self.rend || self.swallow > 0 || self.dump.is_some() {
                 let before = self.rstart;
                 let yielded = self.process(srv, ws, obs, now, &mut allowance);
+                if self.watch.is_some() {
+                    return Status::Watch;
+                }
                 if self.rstart != before {
                     self.last_active = now;
                 }
@@ -227,6 +251,7 @@ impl Session {
             match self.fill() {
                 Ok(0) => {
                     // Peer closed; send what is pending is pointless.
+                    self.close_reason = CloseReason::Normal;
                     return Status::Close;
                 }
                 Ok(n) => {
@@ -312,6 +337,7 @@ impl Session {
         self.info.set_state(ConnState::ParseCmd);
         // Set again below if the request at the front is still incomplete.
         self.need = 0;
+        crate::logger::enter(self.info.fd, now);
         loop {
             if self.swallow > 0 {
                 let n = self.swallow.min(self.rend - self.rstart);
@@ -352,9 +378,13 @@ impl Session {
                     BinStep::Run(request, consumed) => {
                         *allowance -= 1;
                         self.served += 1;
+                        let quit = request.opcode.command() == binary::Command::Quit;
                         let after = binexec::execute(srv, ws, obs, request, now, &mut self.wbuf);
                         self.rstart += consumed;
                         if after == After::Close {
+                            if quit {
+                                self.close_reason = CloseReason::Normal;
+                            }
                             self.closing = true;
                             break;
                         }
@@ -392,12 +422,25 @@ impl Session {
                     self.dump = start;
                     self.rstart += consumed;
                 }
+                Step::Run(Request::Admin { command: AdminCommand::Watch, args }, consumed) => {
+                    *allowance -= 1;
+                    self.served += 1;
+                    self.rstart += consumed;
+                    if let Some(r) = watch_start(srv, args, self.pending_output() > 0, &mut self.wbuf) {
+                        self.watch = Some(r);
+                        break;
+                    }
+                }
                 Step::Run(request, consumed) => {
                     *allowance -= 1;
                     self.served += 1;
+                    let quit = matches!(request, Request::Quit);
                     let after = execute(srv, ws, obs, request, now, &mut self.wbuf);
                     self.rstart += consumed;
                     if after == After::Close {
+                        if quit {
+                            self.close_reason = CloseReason::Normal;
+                        }
                         self.closing = true;
                         break;
                     }
@@ -524,4 +567,43 @@ fn metadump_start(srv: &Server, words: &[&[u8]], pipelined: bool, out: &mut Vec<
         return None;
     }
     Some(Dump { shard: 0, after_gen: 0, prefix: args.prefix.map(<[u8]>::to_vec) })
+}
+
+/// Answer `watch <args>` as memcached does; `Some` when the connection
+/// becomes a watcher (its `OK` comes from the logger thread, first on the
+/// stream it takes over).
+fn watch_start(srv: &Server, args: &[u8], pipelined: bool, out: &mut Vec<u8>) -> Option<Reserved> {
+    let words: Vec<&[u8]> = args.split(|&b| b == b' ').filter(|w| !w.is_empty()).collect();
+    // memcached sets noreply from the last token before looking at the
+    // rest, so `... noreply` silences the error it then gives (`noreply` is
+    // no watch argument).
+    let noreply = words.last() == Some(&&b"noreply"[..]);
+    let mut reply = |line: &str| {
+        if !noreply {
+            larder_proto::reply::line(out, line);
+        }
+    };
+    if !srv.log.enabled() {
+        reply("CLIENT_ERROR watch commands not allowed");
+        return None;
+    }
+    if pipelined {
+        reply("ERROR cannot pipeline other commands before watch");
+        return None;
+    }
+    let Some(flags) = larder_observe::watch::WatchFlags::parse(&words) else {
+        reply("ERROR");
+        return None;
+    };
+    match srv.log.reserve(&flags) {
+        Ok(r) => Some(r),
+        Err(crate::logger::Refused::TooMany) => {
+            reply("WATCHER_TOO_MANY log watcher limit reached");
+            None
+        }
+        Err(crate::logger::Refused::Failed) => {
+            reply("WATCHER_FAILED failed to add log watcher");
+            None
+        }
+    }
 }

@@ -35,6 +35,8 @@ impl UdpHandler {
     }
 
     pub fn on_readable(&mut self, srv: &Server, ws: &WorkerStats, obs: &mut Obs, now: Time) {
+        // `watch` lines name the UDP socket as the client (memcached's cfd).
+        crate::logger::enter(std::os::fd::AsRawFd::as_raw_fd(&self.socket), now);
         loop {
             let (n, peer) = match self.socket.recv_from(&mut self.rbuf) {
                 Ok(r) => r,

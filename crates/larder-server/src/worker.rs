@@ -170,6 +170,7 @@ impl Worker {
             Status::Idle => {}
             Status::Again => again.push(token),
             Status::Close => return self.close(token.0),
+            Status::Watch => return self.hand_to_logger(token.0),
         }
         if self.sync_interest(token.0).is_err() {
             self.close(token.0);
@@ -209,6 +210,7 @@ impl Worker {
                 self.free.push(slot);
                 continue;
             }
+            self.srv.log.conn_new(session.info.fd, &session.info.addr);
             self.sessions[slot] = Some(session);
             if let Some(w) = self.writable.get_mut(slot) {
                 *w = false;
@@ -220,8 +222,21 @@ impl Worker {
         }
     }
 
+    /// `watch`: the connection leaves this worker for the logger thread
+    /// (still open, still counted in curr_connections).
+    fn hand_to_logger(&mut self, slot: usize) {
+        if let Some(mut session) = self.sessions[slot].take() {
+            let _ = session.stream_mut().deregister(self.poll.registry());
+            self.free.push(slot);
+            if let Some((stream, info, r)) = session.into_watcher() {
+                self.srv.log.adopt(stream, info, r);
+            }
+        }
+    }
+
     fn close(&mut self, slot: usize) {
         if let Some(mut session) = self.sessions[slot].take() {
+            self.srv.log.conn_close(session.info.fd, &session.info.addr, session.close_reason);
             let _ = session.stream_mut().deregister(self.poll.registry());
             self.srv.registry.remove(session.info.fd);
             self.srv.stats.conns.curr_connections.fetch_sub(1, Relaxed);
@@ -231,6 +246,9 @@ impl Worker {
 
     fn close_all(&mut self) {
         for slot in 0..self.sessions.len() {
+            if let Some(s) = &mut self.sessions[slot] {
+                s.close_reason = crate::logger::CloseReason::Shutdown;
+            }
             self.close(slot);
         }
     }
@@ -251,6 +269,9 @@ impl Worker {
         }
         for slot in idle {
             bump(&self.srv.stats.workers[self.id].idle_kicks, 1);
+            if let Some(s) = &mut self.sessions[slot] {
+                s.close_reason = crate::logger::CloseReason::IdleTimeout;
+            }
             self.close(slot);
         }
     }

@@ -14,7 +14,9 @@
 //!   (eviction, expiry found by a lookup or reclaimed with its segment,
 //!   flush), with its key and the bytes it was charged. It runs under the
 //!   shard's lock, on the thread whose store call caused it; it must be
-//!   quick and must not call the store. Deletes and replacements are not
+//!   quick and must not call the store. It also gets the item's metadata
+//!   ([`DepartedItem`]: value length, expiry, last access, fetched), which
+//!   the server's `watch evictions` lines print. Deletes and replacements are not
 //!   reported (the caller knows them: [`last_sizes`]).
 //!
 //! Kept in its own file so the eviction work in `evict.rs`/`shard.rs`/
@@ -37,12 +39,30 @@ pub enum Departure {
     Moved,
 }
 
-/// `(key, item bytes, why)`: see [`Store::set_departure_hook`](crate::Store::set_departure_hook).
-pub type DepartureHook = Arc<dyn Fn(&[u8], u64, Departure) + Send + Sync>;
+/// The metadata of an item leaving the store, as its header holds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DepartedItem {
+    pub value_len: usize,
+    /// Absolute expiry (store time), 0 = never.
+    pub exptime: crate::Time,
+    pub fetched: bool,
+    /// Last access, store seconds mod 65536 (see [`idle`](Self::idle)).
+    atime: u16,
+}
+
+impl DepartedItem {
+    /// Seconds since the last access (exact within 65535 s of `now`).
+    pub fn idle(&self, now: crate::Time) -> u32 {
+        (now as u16).wrapping_sub(self.atime) as u32
+    }
+}
+
+/// `(key, item bytes, why, metadata)`: see [`Store::set_departure_hook`](crate::Store::set_departure_hook).
+pub type DepartureHook = Arc<dyn Fn(&[u8], u64, Departure, &DepartedItem) + Send + Sync>;
 
 /// Called from `Shard::account_dead`.
 #[inline]
-pub(crate) fn report(hook: &DepartureHook, key: &[u8], size: usize, why: crate::shard::Why) {
+pub(crate) fn report(hook: &DepartureHook, key: &[u8], h: &crate::item::Header, why: crate::shard::Why) {
     use crate::shard::Why;
     let d = match why {
         Why::Evicted => Departure::Evicted,
@@ -50,14 +70,19 @@ pub(crate) fn report(hook: &DepartureHook, key: &[u8], size: usize, why: crate::
         Why::Flushed => Departure::Flushed,
         Why::Replaced | Why::Deleted => return,
     };
-    hook(key, size as u64, d);
+    hook(key, h.total() as u64, d, &departed(h));
 }
 
-/// Called from `Shard::keep_moved` when a moved item grew by `grew` bytes.
+fn departed(h: &crate::item::Header) -> DepartedItem {
+    DepartedItem { value_len: h.vlen, exptime: h.exptime, fetched: h.fetched, atime: h.atime }
+}
+
+/// Called from `Shard::keep_moved` when a moved item (header `h`) grew by
+/// `grew` bytes.
 #[inline]
-pub(crate) fn report_growth(hook: &DepartureHook, key: &[u8], grew: usize) {
+pub(crate) fn report_growth(hook: &DepartureHook, key: &[u8], h: &crate::item::Header, grew: usize) {
     if grew > 0 {
-        hook(key, grew as u64, Departure::Moved);
+        hook(key, grew as u64, Departure::Moved, &departed(h));
     }
 }
 
@@ -109,6 +134,22 @@ impl crate::Store {
     pub fn set_departure_hook(&self, hook: Option<DepartureHook>) {
         for s in self.shards.iter() {
             s.0.lock().unwrap_or_else(|e| e.into_inner()).departed = hook.clone();
+        }
+    }
+
+    /// Look a key up without touching it: no access bump, no fetched bit, no
+    /// meta state change (the server's `watch` lines report what a write or
+    /// delete is about to find). Like every lookup, it removes an expired or
+    /// flushed item it finds (the command that follows would have).
+    pub fn peek<R>(&self, key: &[u8], now: crate::Time, read: impl FnOnce(&crate::Item<'_>) -> R) -> crate::Lookup<R> {
+        use crate::shard::Found;
+        let h = self.hasher.hash(key);
+        let mut l = self.lock(h, now);
+        match l.g.lookup(h, key, now, &self.pool) {
+            Found::Live(_, loc) => crate::Lookup::Hit(read(&l.g.item(loc))),
+            Found::Miss => crate::Lookup::Miss,
+            Found::Expired => crate::Lookup::Expired,
+            Found::Flushed => crate::Lookup::Flushed,
         }
     }
 
@@ -209,7 +250,13 @@ mod tests {
         let s = Store::new(Config { memory_limit: 4 << 20, segment_size: 64 << 10, ..Config::default() }).unwrap();
         let seen: Arc<Mutex<Vec<(Vec<u8>, u64, Departure)>>> = Arc::default();
         let log = seen.clone();
-        s.set_departure_hook(Some(Arc::new(move |k: &[u8], b, d| log.lock().unwrap().push((k.to_vec(), b, d)))));
+        s.set_departure_hook(Some(Arc::new(move |k: &[u8], b, d, it: &crate::DepartedItem| {
+            if d == Departure::Expired {
+                // What the server's watch line needs: value length, expiry, idle time.
+                assert_eq!((it.value_len, it.exptime, it.fetched, it.idle(6)), (1, 5, false, 5));
+            }
+            log.lock().unwrap().push((k.to_vec(), b, d))
+        })));
         s.store(Mode::Set, b"exp", 0, 5, b"v", 1);
         s.store(Mode::Set, b"del", 0, 0, b"v", 1);
         s.delete(b"del", 1);
@@ -245,7 +292,9 @@ mod tests {
         let s = Store::new(Config { memory_limit: 4 << 20, segment_size: 64 << 10, ..Config::default() }).unwrap();
         let seen: Arc<Mutex<Vec<(Vec<u8>, u64, Departure)>>> = Arc::default();
         let log = seen.clone();
-        s.set_departure_hook(Some(Arc::new(move |k: &[u8], b, d| log.lock().unwrap().push((k.to_vec(), b, d)))));
+        s.set_departure_hook(Some(Arc::new(move |k: &[u8], b, d, _: &crate::DepartedItem| {
+            log.lock().unwrap().push((k.to_vec(), b, d))
+        })));
         let (mut stored, mut replaced) = (0u64, 0u64);
         for i in 0..40_000u64 {
             // Hot keys (hit, so they survive eviction) and overwrites of
@@ -264,6 +313,26 @@ mod tests {
         let departed: u64 = seen.iter().filter(|x| x.2 != Departure::Moved).map(|x| x.1).sum();
         let grown: u64 = seen.iter().filter(|x| x.2 == Departure::Moved).map(|x| x.1).sum();
         assert_eq!(s.stats().bytes, stored + grown - replaced - departed);
+    }
+
+    #[test]
+    fn peek_changes_nothing() {
+        let s = Store::new(Config { memory_limit: 4 << 20, segment_size: 64 << 10, ..Config::default() }).unwrap();
+        s.store(Mode::Set, b"k", 0, 0, b"value", 1);
+        s.store(Mode::Set, b"e", 0, 3, b"v", 1);
+        assert_eq!(s.peek(b"k", 2, |it| it.value.len()), crate::Lookup::Hit(5));
+        assert_eq!(s.peek(b"none", 2, |_| ()), crate::Lookup::Miss);
+        assert_eq!(s.peek(b"e", 4, |_| ()), crate::Lookup::Expired);
+        // Not marked fetched, not bumped.
+        let mut fetched = None;
+        for sh in 0..s.shard_count() {
+            s.for_each_item_in_shard(sh, 2, |k, it| {
+                if k == b"k" {
+                    fetched = Some(it.fetched);
+                }
+            });
+        }
+        assert_eq!(fetched, Some(false));
     }
 
     #[test]

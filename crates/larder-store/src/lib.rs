@@ -128,7 +128,7 @@ mod ttl;
 
 pub use conditional::{ArithOutcome, DeleteOutcome};
 pub use meta::{MetaGet, MetaItem, WriteOptions};
-pub use dump::{item_bytes, last_sizes, Departure, DepartureHook, DumpItem};
+pub use dump::{item_bytes, last_sizes, DepartedItem, Departure, DepartureHook, DumpItem};
 use evict::{EvictionPolicy, S3Fifo, Want, MAX_COPYING_EVICTIONS};
 use hash::KeyHasher;
 use index::{Index, Loc, MAX_SEGMENT_SIZE};

@@ -264,7 +264,7 @@ impl Shard {
         let h = self.header(loc);
         let size = h.total();
         if let Some(hook) = &self.departed {
-            crate::dump::report(hook, self.key_at(loc), size, why); // observability (dump.rs)
+            crate::dump::report(hook, self.key_at(loc), &h, why); // observability (dump.rs)
         }
         let seg = self.segs.get_mut(loc.seg);
         seg.live_bytes -= size;
@@ -664,7 +664,7 @@ impl Shard {
         }
         self.index.relocate(pos, dst, nf);
         if let Some(hook) = &self.departed {
-            crate::dump::report_growth(hook, key_in(&self.segs, dst), new_size - size);
+            crate::dump::report_growth(hook, key_in(&self.segs, dst), h, new_size - size);
         }
         true
     }
