@@ -130,6 +130,7 @@ fn cmd_run(argv: &[String]) -> Result<i32, String> {
         .raw("summary", &outcome.summary.to_json())
         .num("server_cpu_pct", outcome.server_cpu)
         .num("gen_cpu_pct", outcome.gen_cpu)
+        .num("other_cpu_pct", outcome.other_cpu)
         .raw("metrics", &metrics.build())
         .build();
     if !json_only {
