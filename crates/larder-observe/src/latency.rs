@@ -148,6 +148,16 @@ impl LatencyWorker {
         let s = &self.b.sum;
         s.store(s.load(Ordering::Relaxed).wrapping_add(ns), Ordering::Relaxed);
     }
+
+    /// Records `n` requests that took `ns` nanoseconds each: the same as
+    /// `n` calls of [`record`](Self::record), in one counter update.
+    #[inline]
+    pub fn record_n(&mut self, ns: u64, n: u64) {
+        let c = &self.b.counts[bucket_of(ns)];
+        c.store(c.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+        let s = &self.b.sum;
+        s.store(s.load(Ordering::Relaxed).wrapping_add(ns.wrapping_mul(n)), Ordering::Relaxed);
+    }
 }
 
 impl Drop for LatencyWorker {
@@ -235,9 +245,7 @@ mod tests {
         for _ in 0..90 {
             a.record(1000);
         }
-        for _ in 0..10 {
-            b.record(1_000_000);
-        }
+        b.record_n(1_000_000, 10);
         let s = l.snapshot();
         assert_eq!(s.count, 100);
         assert_eq!(s.sum_ns, 90 * 1000 + 10 * 1_000_000);

@@ -10,7 +10,7 @@
 //! delete:            ow.on_delete(key, removed_item_bytes)       // None = NOT_FOUND
 //! eviction/expiry:   ow.on_evict(key, item_bytes) / ow.on_expire(key, item_bytes)
 //! touch/gat:         ow.on_touch(key, item_bytes, now, exptime)
-//! per request:       ow.record_latency(ns)
+//! per request:       ow.record_latency(ns)                // or record_latency_n(ns, n) for n alike
 //! worker goes idle:  ow.quiesce()                          // before blocking in epoll_wait
 //! once a second:     obs.maintain()                        // gives idle prefix rows back
 //! stats <sub>:       if obs.render_stats(sub_tokens, now, &mut out) { reply done }
@@ -222,6 +222,13 @@ impl ObserverWorker {
     #[inline]
     pub fn record_latency(&mut self, ns: u64) {
         self.latency.record(ns);
+    }
+
+    /// `n` requests that took `ns` each (e.g. a pipelined batch timed as a
+    /// whole, its time divided evenly).
+    #[inline]
+    pub fn record_latency_n(&mut self, ns: u64, n: u64) {
+        self.latency.record_n(ns, n);
     }
 }
 

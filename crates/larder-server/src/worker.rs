@@ -121,7 +121,10 @@ impl Worker {
                 return;
             }
             let now = srv.clock.now();
-            self.mark = Instant::now();
+            if self.obs.enabled() {
+                // (observe=off reads no clock for latency at all)
+                self.mark = Instant::now();
+            }
             std::mem::swap(&mut again, &mut rerun);
             for event in events.iter() {
                 let token = event.token();
