@@ -134,7 +134,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::prometheus::{Exposition, MetricType};
-use crate::util::{hash_bytes, partial_word, push_u64, stat_i64};
+use crate::util::{find_byte, hash_bytes, partial_word, push_u64, stat_i64};
 
 /// Default number of prefixes tracked individually.
 pub const DEFAULT_MAX_PREFIXES: usize = 1024;
@@ -950,7 +950,7 @@ impl PrefixWorker {
         if e != self.epoch {
             self.ack(e);
         }
-        let i = match key.iter().position(|&b| b == self.shared.cfg.delimiter) {
+        let i = match find_byte(key, self.shared.cfg.delimiter) {
             Some(i) => i,
             None => return (UNPREFIXED, 0),
         };

@@ -54,7 +54,38 @@ pub(crate) fn partial_word(b: &[u8]) -> u64 {
 /// memcached (`PREFIX  get ...` with two spaces).
 #[inline]
 pub fn key_prefix(key: &[u8], delimiter: u8) -> Option<&[u8]> {
-    key.iter().position(|&b| b == delimiter).map(|i| &key[..i])
+    find_byte(key, delimiter).map(|i| &key[..i])
+}
+
+/// The position of the first `b` in `hay`: the same as
+/// `hay.iter().position(|&x| x == b)`, 8 bytes per step (the classic
+/// "has a zero byte" word trick; its lowest flagged byte is always a true
+/// match, little-endian order is key order).
+#[inline]
+pub(crate) fn find_byte(hay: &[u8], b: u8) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let pat = LO.wrapping_mul(b as u64);
+    let first = |w: u64| {
+        let x = w ^ pat;
+        let m = x.wrapping_sub(LO) & !x & HI;
+        (m != 0).then(|| (m.trailing_zeros() / 8) as usize)
+    };
+    let mut chunks = hay.chunks_exact(8);
+    let mut base = 0;
+    for c in &mut chunks {
+        if let Some(i) = first(word(c)) {
+            return Some(base + i);
+        }
+        base += 8;
+    }
+    let rest = chunks.remainder();
+    // the padding of a partial word is zero bytes: a match there (b == 0)
+    // lies past the end
+    match first(partial_word(rest)) {
+        Some(i) if i < rest.len() => Some(base + i),
+        _ => None,
+    }
 }
 
 /// Appends the decimal form of `v`.
@@ -136,6 +167,26 @@ mod tests {
         assert_eq!(key_prefix(b":x", b':'), Some(&b""[..]));
         assert_eq!(key_prefix(b"plain", b':'), None);
         assert_eq!(key_prefix(b"a/b:c", b'/'), Some(&b"a"[..]));
+    }
+
+    #[test]
+    fn find_byte_is_position() {
+        let mut x = 7u64;
+        for n in 0..40usize {
+            for _ in 0..200 {
+                let v: Vec<u8> = (0..n)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        [0u8, b':', b'a', 0x80, 0xff, 0x3a ^ 0x80][x as usize % 6]
+                    })
+                    .collect();
+                for b in [0u8, b':', b'a', 0x80, 0xff, 0x01] {
+                    assert_eq!(find_byte(&v, b), v.iter().position(|&c| c == b), "{v:?} {b}");
+                }
+            }
+        }
     }
 
     #[test]
