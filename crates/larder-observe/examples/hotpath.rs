@@ -14,6 +14,8 @@ fn main() {
     let mut w = obs.worker();
     let every_hk = larder_observe::hotkeys::HotKeys::new(256, 60);
     let mut every = every_hk.worker();
+    let sixteenth_hk = larder_observe::hotkeys::HotKeys::new(256, 60).with_sampling(16);
+    let mut sixteenth = sixteenth_hk.worker();
     let nkeys = if std::env::args().any(|a| a == "--cold") { 100_000 } else { 1000 };
     let keys: Vec<Vec<u8>> =
         (0..nkeys).map(|i| format!("prefix{:03}:object:{:012}", i % 100, i * 7919 % 1_000_003).into_bytes()).collect();
@@ -33,21 +35,31 @@ fn main() {
         ("baseline: touch the key", 5),
         ("prefix on_get", 0),
         ("hotkeys on_request, every request", 6),
-        ("hotkeys on_request, sampled 1/16", 1),
+        ("hotkeys on_request, sampled 1/16", 7),
+        ("hotkeys on_request, adaptive (default) at 500k req/s", 1),
         ("bigkeys on_store (small)", 2),
         ("latency record", 3),
         ("observer web mix (90% get, 10% set, latency)", 4),
     ];
+    // `--only TEXT`: just the variants whose name contains TEXT (profiling)
+    let args: Vec<String> = std::env::args().collect();
+    let only = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1)).cloned();
+    let runs = |name: &str| only.as_deref().is_none_or(|o| name.contains(o));
     // round-robin, 5 rounds, best of 5: the machine is shared
     let mut best = vec![f64::MAX; variants.len()];
     for _ in 0..5 {
-        for (v, &(_, f)) in variants.iter().enumerate() {
+        for (v, &(name, f)) in variants.iter().enumerate() {
+            if !runs(name) {
+                continue;
+            }
             let t = Instant::now();
             for (j, &i) in idx.iter().enumerate() {
                 let k = &keys[i];
                 match f {
                     0 => w.prefixes.on_get(black_box(k), true, 100),
-                    1 => w.hotkeys.on_request(black_box(k), 100, 1),
+                    // the clock as a worker serving 500 000 requests a second sees it
+                    1 => w.hotkeys.on_request(black_box(k), 100, 1 + j as u64 / 500_000),
+                    7 => sixteenth.on_request(black_box(k), 100, 1),
                     2 => obs.bigkeys.on_store(black_box(k), 100, 1, 0),
                     3 => w.latency.record(black_box(j as u64)),
                     5 => {
@@ -67,7 +79,7 @@ fn main() {
             best[v] = best[v].min(t.elapsed().as_nanos() as f64 / n as f64);
         }
     }
-    for ((name, _), ns) in variants.iter().zip(&best) {
+    for ((name, _), ns) in variants.iter().zip(&best).filter(|((n, _), _)| runs(n)) {
         use std::io::Write;
         let _ = writeln!(std::io::stdout(), "{name:<48} {ns:6.1} ns/call");
     }

@@ -45,18 +45,39 @@
 //!
 //! # Sampling
 //!
-//! Offering every request costs a lock and an O(log m) heap update (a
-//! couple of hundred ns when most requests are for cold keys, which replace
-//! the minimum). [`HotKeys::with_sampling`]`(r)` offers each request
-//! independently with probability `1/r`, with weight `r` (gaps between
-//! sampled requests are drawn from the geometric distribution, so no
-//! request pattern can alias with the sampler); the other requests cost one
-//! decrement. Counts become unbiased estimates: the Space-Saving error above
-//! applies to the sampled stream (`<= N/m`, in the same scaled units) and
-//! sampling adds a standard deviation of about `sqrt(c x r)` to a key of
-//! true count `c` (for `c = 60 000`, `r = 16`: about 1.6%). Heavy hitters,
-//! which is what the report is for, are found just the same. The server's
-//! default ([`crate::observer::ObserverConfig`]) samples 1 in 16.
+//! Offering every request costs a lock and an O(log m) heap update (about
+//! a hundred ns per summary when most requests are for cold keys, which
+//! replace the minimum and sink through the heap).
+//! [`HotKeys::with_sampling`]`(r)` offers each request independently with
+//! probability `1/r`, with weight `r` (gaps between sampled requests are
+//! drawn from the geometric distribution, so no request pattern can alias
+//! with the sampler); the other requests cost one decrement. Counts become
+//! unbiased estimates: the Space-Saving error above applies to the sampled
+//! stream (`<= N/m`, in the same scaled units) and sampling adds a standard
+//! deviation of about `sqrt(c x r)` to a key of true count `c` (for
+//! `c = 60 000`, `r = 16`: about 1.6%). Heavy hitters, which is what the
+//! report is for, are found just the same.
+//!
+//! **Adaptive sampling** ([`HotKeys::with_adaptive_sampling`], the server's
+//! default through [`crate::observer::ObserverConfig`]) keeps the cost
+//! bounded whatever the traffic and the estimates exact when traffic is
+//! light: each worker picks `r` so as to take about
+//! [`ADAPTIVE_SAMPLES_PER_SEC`] (8192) samples a second: at the first
+//! sample of each new second, `r = ceil(requests in the previous second /
+//! 8192)` (at least 1: below 8192 requests/s every request is offered and
+//! counts are exact), and within a second `r` doubles whenever 16 384
+//! samples were taken, so a sudden burst costs at most that before the
+//! rate catches up. `r` only changes at a sampled request, so every
+//! request's chance of being sampled is fixed before it arrives and its
+//! weight is the inverse of that chance: the estimates stay unbiased. The
+//! error: a key with share `φ` of a worker's requests, seen at `λ`
+//! requests/s for `t` seconds, has `c = φλt` requests, sampled at
+//! `r ≈ λ/8192`, so its relative standard deviation is at most about
+//! `sqrt(r/c) = 1/sqrt(φ x 8192 x t)`, independent of the traffic volume:
+//! over half the default 60 s window (the least a report covers), 3.2% for
+//! a key at the Space-Saving bound `φ = 1/m = 0.4%`, 2% at 1%, 0.6% at 10%.
+//! The cost: at most about 8192 (bursts: 16 384) offers a second per worker,
+//! a few ms of CPU a second, instead of one per request.
 //!
 //! Two different keys with the same 64-bit hash share a counter (reported
 //! under the first one's name): probability about `m^2 / 2^64` per window.
@@ -84,7 +105,6 @@
 //! ```
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex};
 
 use crate::util::{hash_bytes, stat_bytes, stat_u64};
@@ -95,20 +115,79 @@ pub const DEFAULT_COUNTERS: usize = 256;
 pub const DEFAULT_WINDOW_SECS: u64 = 60;
 const KEY_MAX: usize = 250;
 
-#[derive(Default)]
-struct IdHasher(u64);
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
+/// Key hash -> counter id: open addressing, linear probing, at most half
+/// full, backward-shift deletion (no tombstones). An entry is
+/// `(hash, id + 1)`, id + 1 = 0 marking a free entry.
+struct IdTable {
+    e: Box<[(u64, u32)]>,
+    mask: usize,
+}
+
+impl IdTable {
+    fn new(m: usize) -> IdTable {
+        let cap = (2 * m).next_power_of_two().max(8);
+        IdTable { e: vec![(0, 0); cap].into_boxed_slice(), mask: cap - 1 }
     }
-    fn write(&mut self, _: &[u8]) {
-        unreachable!()
+
+    #[inline]
+    fn get(&self, h: u64) -> Option<usize> {
+        let mut i = h as usize & self.mask;
+        loop {
+            let (eh, id) = self.e[i];
+            if id == 0 {
+                return None;
+            }
+            if eh == h {
+                return Some(id as usize - 1);
+            }
+            i = (i + 1) & self.mask;
+        }
     }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v;
+
+    /// Adds `h` (not present) -> `id`.
+    #[inline]
+    fn insert(&mut self, h: u64, id: usize) {
+        let mut i = h as usize & self.mask;
+        while self.e[i].1 != 0 {
+            i = (i + 1) & self.mask;
+        }
+        self.e[i] = (h, id as u32 + 1);
+    }
+
+    /// Removes `h` (present).
+    #[inline]
+    fn remove(&mut self, h: u64) {
+        let mut i = h as usize & self.mask;
+        while self.e[i].0 != h || self.e[i].1 == 0 {
+            debug_assert!(self.e[i].1 != 0, "remove of an absent hash");
+            i = (i + 1) & self.mask;
+        }
+        let mut j = i;
+        loop {
+            j = (j + 1) & self.mask;
+            let (eh, id) = self.e[j];
+            if id == 0 {
+                break;
+            }
+            let home = eh as usize & self.mask;
+            // j may move to the hole at i unless its home lies cyclically in (i, j]
+            let stays = if i <= j { i < home && home <= j } else { i < home || home <= j };
+            if !stays {
+                self.e[i] = self.e[j];
+                i = j;
+            }
+        }
+        self.e[i] = (0, 0);
+    }
+
+    fn clear(&mut self) {
+        self.e.fill((0, 0));
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.e.len() * std::mem::size_of::<(u64, u32)>()
     }
 }
-type IdMap = HashMap<u64, u32, BuildHasherDefault<IdHasher>>;
 
 /// One Space-Saving summary with `m` counters.
 pub struct SpaceSaving {
@@ -116,15 +195,16 @@ pub struct SpaceSaving {
     keys: Box<[u8]>,
     klen: Box<[u8]>,
     hashes: Box<[u64]>,
-    count: Box<[u64]>,
     err: Box<[u64]>,
-    /// heap of counter ids, min count at the root
-    heap: Box<[u32]>,
-    /// position of each counter id in `heap`
+    /// The min-heap, in heap order: counts (inline, so sifting compares
+    /// without an indirection) and the counter id at each position.
+    hc: Box<[u64]>,
+    hid: Box<[u32]>,
+    /// position of each counter id in the heap
     hpos: Box<[u32]>,
     len: usize,
     total: u64,
-    index: IdMap,
+    index: IdTable,
 }
 
 /// One entry of a summary or a report.
@@ -140,56 +220,55 @@ pub struct HotKey {
 impl SpaceSaving {
     pub fn new(m: usize) -> Self {
         let m = m.clamp(1, u32::MAX as usize / 2);
-        let mut index = IdMap::default();
-        index.reserve(m);
         SpaceSaving {
             m,
             keys: vec![0; m * KEY_MAX].into_boxed_slice(),
             klen: vec![0; m].into_boxed_slice(),
             hashes: vec![0; m].into_boxed_slice(),
-            count: vec![0; m].into_boxed_slice(),
             err: vec![0; m].into_boxed_slice(),
-            heap: vec![0; m].into_boxed_slice(),
+            hc: vec![0; m].into_boxed_slice(),
+            hid: vec![0; m].into_boxed_slice(),
             hpos: vec![0; m].into_boxed_slice(),
             len: 0,
             total: 0,
-            index,
+            index: IdTable::new(m),
         }
     }
 
     /// Adds `weight` to `key` (key bytes beyond 250 are ignored).
     #[inline]
     pub fn offer(&mut self, key: &[u8], weight: u64) {
+        let key = &key[..key.len().min(KEY_MAX)];
+        self.offer_hashed(key, hash_bytes(key), weight);
+    }
+
+    /// [`offer`](Self::offer) of a key at most 250 bytes long whose
+    /// `hash_bytes` is `h`.
+    #[inline]
+    fn offer_hashed(&mut self, key: &[u8], h: u64, weight: u64) {
         if weight == 0 {
             return;
         }
-        let key = &key[..key.len().min(KEY_MAX)];
-        let h = hash_bytes(key);
         self.total += weight;
-        if let Some(&id) = self.index.get(&h) {
-            let id = id as usize;
-            self.count[id] += weight;
-            self.sift_down(self.hpos[id] as usize);
+        if let Some(id) = self.index.get(h) {
+            let p = self.hpos[id] as usize;
+            let c = self.hc[p] + weight;
+            self.sift_down(p, c, id);
             return;
         }
-        let id;
         if self.len < self.m {
-            id = self.len;
+            let id = self.len;
             self.len += 1;
-            self.heap[id] = id as u32;
-            self.hpos[id] = id as u32;
-            self.count[id] = weight;
             self.err[id] = 0;
             self.set_key(id, key, h);
-            self.sift_up(id);
+            self.sift_up(id, weight, id);
         } else {
-            id = self.heap[0] as usize;
-            self.index.remove(&self.hashes[id]);
-            let cmin = self.count[id];
+            let id = self.hid[0] as usize;
+            self.index.remove(self.hashes[id]);
+            let cmin = self.hc[0];
             self.err[id] = cmin;
-            self.count[id] = cmin + weight;
             self.set_key(id, key, h);
-            self.sift_down(0);
+            self.sift_down(0, cmin + weight, id);
         }
     }
 
@@ -197,48 +276,57 @@ impl SpaceSaving {
         self.keys[id * KEY_MAX..id * KEY_MAX + key.len()].copy_from_slice(key);
         self.klen[id] = key.len() as u8;
         self.hashes[id] = h;
-        self.index.insert(h, id as u32);
+        self.index.insert(h, id);
     }
 
     fn key(&self, id: usize) -> &[u8] {
         &self.keys[id * KEY_MAX..id * KEY_MAX + self.klen[id] as usize]
     }
 
-    fn sift_up(&mut self, mut i: usize) {
-        while i > 0 {
-            let p = (i - 1) / 2;
-            if self.count[self.heap[i] as usize] >= self.count[self.heap[p] as usize] {
-                break;
-            }
-            self.swap(i, p);
-            i = p;
-        }
+    #[inline]
+    fn place(&mut self, i: usize, c: u64, id: usize) {
+        self.hc[i] = c;
+        self.hid[i] = id as u32;
+        self.hpos[id] = i as u32;
     }
 
-    fn sift_down(&mut self, mut i: usize) {
+    /// Puts counter `id` with count `c` at heap position `i` (a hole) or
+    /// above it.
+    #[inline]
+    fn sift_up(&mut self, mut i: usize, c: u64, id: usize) {
+        while i > 0 {
+            let p = (i - 1) / 2;
+            if self.hc[p] <= c {
+                break;
+            }
+            self.place(i, self.hc[p], self.hid[p] as usize);
+            i = p;
+        }
+        self.place(i, c, id);
+    }
+
+    /// Puts counter `id` with count `c` at heap position `i` (a hole) or
+    /// below it: children move up into the hole, the smaller child chosen
+    /// without a branch.
+    #[inline]
+    fn sift_down(&mut self, mut i: usize, c: u64, id: usize) {
         let n = self.len;
         loop {
             let l = 2 * i + 1;
-            let r = l + 1;
-            let mut m = i;
-            if l < n && self.count[self.heap[l] as usize] < self.count[self.heap[m] as usize] {
-                m = l;
-            }
-            if r < n && self.count[self.heap[r] as usize] < self.count[self.heap[m] as usize] {
-                m = r;
-            }
-            if m == i {
+            if l >= n {
                 break;
             }
-            self.swap(i, m);
+            let r = l + 1;
+            let rc = if r < n { self.hc[r] } else { u64::MAX };
+            let lc = self.hc[l];
+            let (m, mc) = if rc < lc { (r, rc) } else { (l, lc) };
+            if mc >= c {
+                break;
+            }
+            self.place(i, mc, self.hid[m] as usize);
             i = m;
         }
-    }
-
-    fn swap(&mut self, a: usize, b: usize) {
-        self.heap.swap(a, b);
-        self.hpos[self.heap[a] as usize] = a as u32;
-        self.hpos[self.heap[b] as usize] = b as u32;
+        self.place(i, c, id);
     }
 
     /// Forget everything (memory is kept).
@@ -257,7 +345,7 @@ impl SpaceSaving {
     /// absent key can have had.
     pub fn min_if_full(&self) -> u64 {
         if self.len == self.m {
-            self.count[self.heap[0] as usize]
+            self.hc[0]
         } else {
             0
         }
@@ -265,7 +353,7 @@ impl SpaceSaving {
 
     /// The counters, unordered.
     pub fn entries(&self) -> impl Iterator<Item = (u64, &[u8], u64, u64)> + '_ {
-        (0..self.len).map(move |id| (self.hashes[id], self.key(id), self.count[id], self.err[id]))
+        (0..self.len).map(move |id| (self.hashes[id], self.key(id), self.hc[self.hpos[id] as usize], self.err[id]))
     }
 
     /// Counters sorted by count, highest first.
@@ -278,7 +366,7 @@ impl SpaceSaving {
     }
 
     pub fn heap_bytes(&self) -> usize {
-        self.keys.len() + self.m * (1 + 8 * 3 + 4 * 2) + self.index.capacity() * 13
+        self.keys.len() + self.m * (1 + 8 * 3 + 4 * 2) + self.index.heap_bytes()
     }
 }
 
@@ -293,11 +381,18 @@ struct WorkerInner {
     cur: usize,
 }
 
+/// Adaptive sampling aims at this many sampled requests per second and
+/// worker (see "Sampling" in the module docs).
+pub const ADAPTIVE_SAMPLES_PER_SEC: u64 = 8192;
+/// The sparsest adaptive sampling: one request in this many.
+const MAX_ADAPTIVE_RATE: u64 = 1 << 20;
+
 /// Shared registry (cheap to clone).
 #[derive(Clone)]
 pub struct HotKeys {
     m: usize,
     half: u64,
+    /// Fixed sampling rate (1 = every request), or 0: adaptive.
     sample: u64,
     workers: Arc<Mutex<Vec<Arc<Mutex<WorkerInner>>>>>,
 }
@@ -306,9 +401,24 @@ pub struct HotKeys {
 pub struct HotKeysWorker {
     half: u64,
     inner: Arc<Mutex<WorkerInner>>,
-    sample: u64,
+    /// Adaptive sampling (else `rate` stays fixed).
+    adaptive: bool,
+    /// Each request is sampled with probability `1 / rate` and, if it is,
+    /// offered with weight `rate`; `rate` changes only when a request is
+    /// sampled (so it is the rate the current gap was drawn with).
+    rate: u64,
+    /// `ln(1 - 1/rate)`, for the geometric gaps.
+    ln_q: f64,
+    /// Requests still to skip, and how many requests the current gap
+    /// covers (skip + the sampled one).
     skip: u64,
+    gap: u64,
     rng: u64,
+    /// Adaptive: the second being counted (unix), the requests and the
+    /// samples seen in it.
+    sec: u64,
+    sec_requests: u64,
+    sec_samples: u64,
 }
 
 /// A merged report.
@@ -329,10 +439,18 @@ impl HotKeys {
 
     /// Offer only about one request in `rate` (chosen at random, geometric
     /// gaps) with weight `rate`: see "Sampling" in the module docs.
-    /// `rate` 1 (the default of [`HotKeys::new`]) offers every request.
+    /// `rate` 1 (the default of [`HotKeys::new`]) offers every request;
+    /// `rate` 0 samples adaptively ([`with_adaptive_sampling`](Self::with_adaptive_sampling)).
     pub fn with_sampling(mut self, rate: u64) -> Self {
-        self.sample = rate.max(1);
+        self.sample = rate;
         self
+    }
+
+    /// Every request while a worker sees fewer than
+    /// [`ADAPTIVE_SAMPLES_PER_SEC`] requests a second, about that many
+    /// samples a second above: see "Sampling" in the module docs.
+    pub fn with_adaptive_sampling(self) -> Self {
+        self.with_sampling(0)
     }
 
     /// Summaries for one worker thread.
@@ -342,8 +460,21 @@ impl HotKeys {
         let mut workers = self.workers.lock().unwrap();
         workers.push(inner.clone());
         let rng = crate::util::hash_bytes(&(workers.len() as u64).to_le_bytes()) | 1;
-        let mut w = HotKeysWorker { half: self.half, inner, sample: self.sample, skip: 0, rng };
-        w.skip = w.next_skip();
+        let mut w = HotKeysWorker {
+            half: self.half,
+            inner,
+            adaptive: self.sample == 0,
+            rate: 0,
+            ln_q: 0.0,
+            skip: 0,
+            gap: 0,
+            rng,
+            sec: 0,
+            sec_requests: 0,
+            sec_samples: 0,
+        };
+        w.set_rate(self.sample.max(1));
+        w.draw();
         w
     }
 
@@ -466,36 +597,72 @@ impl HotKeysWorker {
             self.skip -= 1;
             return;
         }
-        self.skip = self.next_skip();
         self.offer(key, bytes_sent, now);
+        if self.adaptive {
+            self.adapt(now);
+        }
+        self.draw();
     }
 
     #[cold]
     fn offer(&mut self, key: &[u8], bytes_sent: u64, now: u64) {
-        let s = self.sample;
+        let s = self.rate;
+        let key = &key[..key.len().min(KEY_MAX)];
+        let h = hash_bytes(key);
         let mut g = self.inner.lock().unwrap();
         rotate(&mut g, now, self.half);
         let cur = g.cur;
         let e = &mut g.epochs[cur];
-        e.requests.offer(key, s);
+        e.requests.offer_hashed(key, h, s);
         if bytes_sent > 0 {
-            e.bytes.offer(key, bytes_sent.saturating_mul(s));
+            e.bytes.offer_hashed(key, h, bytes_sent.saturating_mul(s));
         }
     }
 
-    /// Requests to skip before the next sampled one: geometric with mean
-    /// `sample - 1`, so each request is sampled independently with
-    /// probability `1 / sample`.
-    fn next_skip(&mut self) -> u64 {
-        if self.sample <= 1 {
-            return 0;
+    fn set_rate(&mut self, rate: u64) {
+        self.rate = rate;
+        self.ln_q = (1.0 - 1.0 / rate as f64).ln();
+    }
+
+    /// The current sampling rate (1 = every request).
+    pub fn rate(&self) -> u64 {
+        self.rate
+    }
+
+    /// Adaptive sampling, after a sample at unix time `now`: at the first
+    /// sample of a new second, the rate becomes what would have given
+    /// [`ADAPTIVE_SAMPLES_PER_SEC`] samples over the previous one; within
+    /// a second it doubles whenever twice that many samples were taken.
+    fn adapt(&mut self, now: u64) {
+        self.sec_requests += self.gap;
+        self.sec_samples += 1;
+        if now != self.sec {
+            let secs = now.saturating_sub(self.sec).clamp(1, 60);
+            let per_sec = self.sec_requests / secs;
+            self.set_rate(per_sec.div_ceil(ADAPTIVE_SAMPLES_PER_SEC).clamp(1, MAX_ADAPTIVE_RATE));
+            self.sec = now;
+            self.sec_requests = 0;
+            self.sec_samples = 0;
+        } else if self.sec_samples >= 2 * ADAPTIVE_SAMPLES_PER_SEC && self.rate < MAX_ADAPTIVE_RATE {
+            self.set_rate(self.rate * 2);
+            self.sec_samples = 0;
         }
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
-        let u = ((self.rng >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
-        let p = 1.0 / self.sample as f64;
-        (u.ln() / (1.0 - p).ln()) as u64
+    }
+
+    /// Draws the next gap: requests to skip before the next sampled one,
+    /// geometric with mean `rate - 1`, so each request is sampled
+    /// independently with probability `1 / rate`.
+    fn draw(&mut self) {
+        self.skip = if self.rate <= 1 {
+            0
+        } else {
+            self.rng ^= self.rng << 13;
+            self.rng ^= self.rng >> 7;
+            self.rng ^= self.rng << 17;
+            let u = ((self.rng >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+            (u.ln() / self.ln_q) as u64
+        };
+        self.gap = self.skip + 1;
     }
 }
 
@@ -525,6 +692,43 @@ mod tests {
             assert!(e <= n / 16);
         }
         assert_eq!(s.top(1)[0].key, b"hot");
+    }
+
+    #[test]
+    fn heap_and_index_stay_consistent() {
+        let mut s = SpaceSaving::new(16);
+        let mut truth: HashMap<Vec<u8>, u64> = HashMap::new();
+        let mut x = 11u64;
+        for round in 0..20_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let key = format!("k{}", x % 60).into_bytes();
+            let w = 1 + (x >> 32) % 50;
+            s.offer(&key, w);
+            *truth.entry(key).or_default() += w;
+            if round % 7 == 0 {
+                for i in 1..s.len {
+                    assert!(s.hc[(i - 1) / 2] <= s.hc[i]);
+                }
+                for i in 0..s.len {
+                    assert_eq!(s.hpos[s.hid[i] as usize] as usize, i);
+                }
+                for id in 0..s.len {
+                    assert_eq!(s.index.get(s.hashes[id]), Some(id));
+                }
+                assert_eq!(s.index.e.iter().filter(|e| e.1 != 0).count(), s.len);
+                for (_, k, c, e) in s.entries() {
+                    let t = truth[k];
+                    assert!(t <= c && c - e <= t, "{t} {c} {e}");
+                }
+            }
+            if round == 10_000 {
+                s.clear();
+                truth.clear();
+            }
+        }
+        assert_eq!(s.total(), truth.values().sum::<u64>());
     }
 
     #[test]
@@ -584,6 +788,54 @@ mod tests {
         assert!((c - 120_000.0).abs() < 120_000.0 * 0.05, "{c}");
         let total = r.total_requests as f64;
         assert!((total - 400_000.0).abs() < 400_000.0 * 0.02, "{total}");
+    }
+
+    #[test]
+    fn adaptive_sampling_is_exact_when_light_and_bounded_when_heavy() {
+        // light: 5000 requests a second, every one offered, counts exact
+        let hk = HotKeys::new(64, 60).with_adaptive_sampling();
+        let mut w = hk.worker();
+        for i in 0..50_000u64 {
+            let key = if i % 10 < 3 { "session:hot".to_string() } else { format!("page:{}", i % 30) };
+            w.on_request(key.as_bytes(), 10, 1000 + i / 5000);
+        }
+        assert_eq!(w.rate(), 1);
+        let r = hk.report(1010, 1);
+        assert_eq!((r.by_requests[0].key.as_slice(), r.by_requests[0].count), (&b"session:hot"[..], 15_000));
+        assert_eq!(r.total_requests, 50_000);
+
+        // heavy: 2M requests a second for 10 s: about 8192 samples a second,
+        // unbiased estimates
+        let hk = HotKeys::new(64, 60).with_adaptive_sampling();
+        let mut w = hk.worker();
+        let mut x = 5u64;
+        for i in 0..20_000_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let now = 1000 + i / 2_000_000;
+            if i % 10 < 3 {
+                w.on_request(b"session:hot", 20, now);
+            } else {
+                w.on_request(format!("page:{}", x % 10_000).as_bytes(), 100, now);
+            }
+        }
+        assert_eq!(w.rate(), 2_000_000u64.div_ceil(ADAPTIVE_SAMPLES_PER_SEC));
+        let r = hk.report(1010, 1);
+        assert_eq!(r.by_requests[0].key, b"session:hot");
+        let c = r.by_requests[0].count as f64;
+        // 3.2 sd of the bound 1/sqrt(0.3 x 8192 x 10)
+        assert!((c - 6_000_000.0).abs() < 6_000_000.0 * 0.02, "{c}");
+        let total = r.total_requests as f64;
+        assert!((total - 20_000_000.0).abs() < 20_000_000.0 * 0.01, "{total}");
+
+        // a burst within one second: the rate doubles every 16 384 samples
+        let hk = HotKeys::new(64, 60).with_adaptive_sampling();
+        let mut w = hk.worker();
+        for _ in 0..1_000_000 {
+            w.on_request(b"k", 1, 5);
+        }
+        assert!((16..=64).contains(&w.rate()), "{}", w.rate());
     }
 
     #[test]

@@ -53,7 +53,9 @@ pub struct ObserverConfig {
     pub hotkeys_window_secs: u64,
     /// Entries listed by `stats hotkeys` per kind.
     pub hotkeys_listed: usize,
-    /// Hot keys see about one request in this many (1 = all).
+    /// Hot keys see about one request in this many (1 = all); 0: adaptive
+    /// (every request while a worker sees fewer than 8192 a second, about
+    /// 8192 samples a second above; see [`crate::hotkeys`], "Sampling").
     pub hotkeys_sample: u64,
 }
 
@@ -68,7 +70,7 @@ impl Default for ObserverConfig {
             hotkeys_counters: DEFAULT_COUNTERS,
             hotkeys_window_secs: DEFAULT_WINDOW_SECS,
             hotkeys_listed: 20,
-            hotkeys_sample: 16,
+            hotkeys_sample: 0,
         }
     }
 }

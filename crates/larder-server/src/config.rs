@@ -72,6 +72,7 @@ pub struct ObserveSettings {
     /// this keeps the big-key list off the path of ordinary small items.
     pub bigkeys_min_size: u64,
     pub hotkeys_window: u64,
+    /// One request in this many; 0 = `auto` (adaptive, the default).
     pub hotkeys_sample: u64,
     /// `/metrics` listener port (0 = off).
     pub metrics_port: u16,
@@ -86,7 +87,7 @@ impl Default for ObserveSettings {
             bigkeys: 20,
             bigkeys_min_size: 1024,
             hotkeys_window: 60,
-            hotkeys_sample: 16,
+            hotkeys_sample: 0,
             metrics_port: 0,
             metrics_addr: "127.0.0.1".to_string(),
         }
@@ -448,6 +449,7 @@ fn parse_extended<'a>(list: &'a str, s: &mut Settings) -> Result<(), UsageError>
                     _ => return err(format!("larder: -o grace_prefix wants prefix:duration, got '{v}'")),
                 }
             }
+            "hotkeys_sample" if value == Some("auto") => s.observe.hotkeys_sample = 0,
             "prefix_stats_max" | "bigkeys" | "bigkeys_min_size" | "hotkeys_window" | "hotkeys_sample" | "metrics_port" => {
                 let v = need(value)?;
                 let n: u64 = v.parse().map_err(|_| UsageError(format!("larder: bad value for -o {name}: '{v}'")))?;
@@ -571,7 +573,9 @@ pub fn help_text() -> String {
    - bigkeys:             largest items listed by stats bigkeys (default: 20)
    - bigkeys_min_size:    smallest item (bytes) stats bigkeys lists (default: 1024)
    - hotkeys_window:      seconds of traffic behind stats hotkeys (default: 60)
-   - hotkeys_sample:      hot keys see one request in this many (default: 16)
+   - hotkeys_sample:      hot keys see one request in this many, or auto: all
+                          below 8192 requests/s per worker, ~8192 a second
+                          above (default: auto)
    - metrics_port:        serve Prometheus /metrics on this port (default: 0, off)
    - metrics_addr:        address for metrics_port (default: 127.0.0.1)
    - observe:             on|off: per-request accounting (default: on)
