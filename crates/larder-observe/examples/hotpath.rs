@@ -44,7 +44,10 @@ fn main() {
     // `--only TEXT`: just the variants whose name contains TEXT (profiling)
     let args: Vec<String> = std::env::args().collect();
     let only = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1)).cloned();
-    let runs = |name: &str| only.as_deref().is_none_or(|o| name.contains(o));
+    let runs = |name: &str| match only.as_deref() {
+        Some(o) => name.contains(o),
+        None => true,
+    };
     // round-robin, 5 rounds, best of 5: the machine is shared
     let mut best = vec![f64::MAX; variants.len()];
     for _ in 0..5 {
