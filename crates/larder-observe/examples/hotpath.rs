@@ -30,10 +30,13 @@ fn main() {
         x ^= x << 17;
         x as usize
     };
+    // larder-bench's keys: `k` + zero-padded number, no delimiter
+    let plain: Vec<Vec<u8>> = (0..nkeys).map(|i| format!("k{:023}", i * 7919 % 1_000_003).into_bytes()).collect();
     let idx: Vec<usize> = (0..n).map(|_| pick() % keys.len()).collect();
     let variants = [
         ("baseline: touch the key", 5),
         ("prefix on_get", 0),
+        ("prefix on_get, key without delimiter (larder-bench)", 8),
         ("hotkeys on_request, every request", 6),
         ("hotkeys on_request, sampled 1/16", 7),
         ("hotkeys on_request, adaptive (default) at 500k req/s", 1),
@@ -60,6 +63,7 @@ fn main() {
                 let k = &keys[i];
                 match f {
                     0 => w.prefixes.on_get(black_box(k), true, 100),
+                    8 => w.prefixes.on_get(black_box(&plain[i]), true, 100),
                     // the clock as a worker serving 500 000 requests a second sees it
                     1 => w.hotkeys.on_request(black_box(k), 100, 1 + j as u64 / 500_000),
                     7 => sixteenth.on_request(black_box(k), 100, 1),
