@@ -156,6 +156,7 @@ pub const MAX_PREFIX_LEN: usize = 250;
 
 const ITEMS: usize = 0;
 const BYTES: usize = 1;
+/// (unused: gets = hits + misses; kept so that traffic counters start here)
 const GETS: usize = 2;
 const HITS: usize = 3;
 const MISSES: usize = 4;
@@ -392,7 +393,7 @@ fn cell_of(h: u64) -> usize {
 
 /// Events (not bytes) counted in a raw counter row: for idle detection.
 fn events(r: &[u64; NCOUNTERS]) -> u64 {
-    [GETS, SETS, DELETES, EVICTIONS, EXPIRED, D_SET, D_DEL].iter().fold(0u64, |a, &i| a.wrapping_add(r[i]))
+    [HITS, MISSES, SETS, DELETES, EVICTIONS, EXPIRED, D_SET, D_DEL].iter().fold(0u64, |a, &i| a.wrapping_add(r[i]))
 }
 
 impl PrefixStats {
@@ -595,7 +596,8 @@ impl PrefixStats {
                 prefix,
                 items: d(ITEMS) as i64,
                 bytes: d(BYTES) as i64,
-                gets: d(GETS),
+                // (gets are not counted: every get is a hit or a miss)
+                gets: d(HITS).wrapping_add(d(MISSES)),
                 hits: d(HITS),
                 misses: d(MISSES),
                 sets: d(SETS),
@@ -987,17 +989,24 @@ impl Shared {
 }
 
 impl PrefixWorker {
-    #[inline]
+    /// The slot of `key`'s row and, for `other`, the cell of its prefix.
+    #[inline(always)]
     fn slot_of(&mut self, key: &[u8]) -> (usize, usize) {
         let e = self.shared.epoch.load(Ordering::Acquire);
         if e != self.epoch {
             self.ack(e);
         }
-        let i = match find_byte(key, self.shared.cfg.delimiter) {
-            Some(i) => i,
-            None => return (UNPREFIXED, 0),
-        };
-        let p = &key[..i];
+        match find_byte(key, self.shared.cfg.delimiter) {
+            Some(i) => self.prefix_slot(&key[..i]),
+            None => (UNPREFIXED, 0),
+        }
+    }
+
+    /// [`slot_of`](Self::slot_of) for prefix `p`: from the cache, else
+    /// from the registry.
+    #[inline(never)]
+    fn prefix_slot(&mut self, p: &[u8]) -> (usize, usize) {
+        let i = p.len();
         if i > 16 {
             return self.lookup(p);
         }
@@ -1074,7 +1083,6 @@ impl PrefixWorker {
     #[inline]
     pub fn on_get(&mut self, key: &[u8], hit: bool, bytes_sent: u64) {
         let (s, _) = self.slot_of(key);
-        self.add(s, GETS, 1);
         if hit {
             self.add(s, HITS, 1);
             self.add(s, BYTES_SENT, bytes_sent);
