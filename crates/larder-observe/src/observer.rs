@@ -54,8 +54,8 @@ pub struct ObserverConfig {
     /// Entries listed by `stats hotkeys` per kind.
     pub hotkeys_listed: usize,
     /// Hot keys see about one request in this many (1 = all); 0: adaptive
-    /// (every request while a worker sees fewer than 8192 a second, about
-    /// 8192 samples a second above; see [`crate::hotkeys`], "Sampling").
+    /// (every request while a worker sees fewer than 2048 a second, about
+    /// 2048 samples a second above; see [`crate::hotkeys`], "Sampling").
     pub hotkeys_sample: u64,
 }
 

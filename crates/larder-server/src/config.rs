@@ -574,7 +574,7 @@ pub fn help_text() -> String {
    - bigkeys_min_size:    smallest item (bytes) stats bigkeys lists (default: 1024)
    - hotkeys_window:      seconds of traffic behind stats hotkeys (default: 60)
    - hotkeys_sample:      hot keys see one request in this many, or auto: all
-                          below 8192 requests/s per worker, ~8192 a second
+                          below 2048 requests/s per worker, ~2048 a second
                           above (default: auto)
    - metrics_port:        serve Prometheus /metrics on this port (default: 0, off)
    - metrics_addr:        address for metrics_port (default: 127.0.0.1)
