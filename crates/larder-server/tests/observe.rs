@@ -153,3 +153,85 @@ fn incr_decr_and_vivified_counters_keep_bytes_exact() {
     assert_eq!(num(&p, "prefix:ctr:items"), 2);
     assert_eq!(num(&p, "prefix:ctr:bytes"), num(&st, "bytes"), "{p:?}");
 }
+
+/// The two list checks end to end, with the default (adaptive)
+/// hot-key sampling and two workers: a 10 MiB value under `item:` tops the
+/// big-key list among many small items, and a key one client hammers tops
+/// the hot-key list while another client reads uniformly beside it.
+#[test]
+fn big_key_and_hammered_key_lead_their_lists() {
+    let l = Larder::start(&["-t", "2", "-m", "256", "-I", "16m"]);
+    let mut c = l.connect();
+    let big = vec![b'x'; 10 << 20];
+    let mut req = format!("set item:big 0 0 {}\r\n", big.len()).into_bytes();
+    req.extend_from_slice(&big);
+    req.extend_from_slice(b"\r\n");
+    c.expect(&req, b"STORED\r\n");
+    for i in 0..2000 {
+        set(&mut c, &format!("user:{i}"), &"v".repeat(100 + i % 400));
+    }
+    for i in 0..5 {
+        set(&mut c, &format!("blob:{i}"), &"b".repeat(2000 + i));
+    }
+    set(&mut c, "session:hot", "s");
+
+    // One client hammers one key (pipelined, 100 gets a batch); another
+    // reads the 2000 user keys uniformly, at the same time.
+    let port = l.port;
+    let hammer = std::thread::spawn(move || {
+        let mut h = Client::connect(port);
+        let batch = "get session:hot\r\n".repeat(100);
+        let reply = "VALUE session:hot 0 1\r\ns\r\nEND\r\n".repeat(100);
+        for _ in 0..200 {
+            h.expect(batch.as_bytes(), reply.as_bytes());
+        }
+    });
+    let uniform = std::thread::spawn(move || {
+        let mut u = Client::connect(port);
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let i = x % 2000;
+            u.send(format!("get user:{i}\r\n").as_bytes());
+            assert!(u.line().starts_with(&format!("VALUE user:{i} ")));
+            u.line();
+            assert_eq!(u.line(), "END\r\n");
+        }
+    });
+    hammer.join().unwrap();
+    uniform.join().unwrap();
+    // Three reads of the big value: most bytes sent, by far.
+    for _ in 0..3 {
+        c.send(b"get item:big\r\n");
+        assert_eq!(c.line(), format!("VALUE item:big 0 {}\r\n", big.len()));
+        assert_eq!(c.exact(big.len() + 2).len(), big.len() + 2);
+        assert_eq!(c.line(), "END\r\n");
+    }
+
+    let b = map(c.stats("bigkeys"));
+    assert_eq!(b["bigkey:1:key"], "item:big");
+    assert_eq!(b["bigkey:1:prefix"], "item");
+    assert!(num(&b, "bigkey:1:size") > 10 << 20, "{b:?}");
+    assert_eq!(num(&b, "bigkey:1:ttl"), -1);
+    // the next ones: the 2 KiB blobs, largest first (user values are under
+    // bigkeys_min_size, 1 KiB)
+    assert_eq!(b["bigkey:2:key"], "blob:4", "{b:?}");
+    assert_eq!(num(&b, "bigkeys_tracked"), 6, "{b:?}");
+
+    let h = map(c.stats("hotkeys"));
+    assert_eq!(h["hotkey:requests:1:key"], "session:hot", "{h:?}");
+    // 20 000 requests, sampled above ~2048/s per worker: an estimate, but
+    // nowhere near the ~10 reads each user key got.
+    let hot = num(&h, "hotkey:requests:1:count");
+    assert!((10_000..=40_000).contains(&hot), "{h:?}");
+    assert!(num(&h, "hotkey:requests:2:count") < hot / 10, "{h:?}");
+    assert_eq!(h["hotkey:bytes:1:key"], "item:big", "{h:?}");
+
+    // Deleting the big key takes it off the list at once.
+    c.expect(b"delete item:big\r\n", b"DELETED\r\n");
+    let b = map(c.stats("bigkeys"));
+    assert_eq!(b["bigkey:1:key"], "blob:4", "{b:?}");
+    assert_eq!(num(&b, "bigkeys_tracked"), 5, "{b:?}");
+}
