@@ -228,13 +228,17 @@ fn items(srv: &Server, now: Time, out: &mut Vec<u8>) {
     if st.curr_items == 0 {
         return;
     }
-    let _ = now;
     stat_u64(out, "items:1:number", st.curr_items);
-    stat_u64(out, "items:1:age", 0);
+    // memcached: seconds since the LRU tail item was last accessed. Here:
+    // since the oldest live data was written (segments are evicted oldest
+    // first, so it is as close to "what goes next" as the store knows).
+    let age = st.oldest_born.map_or(0, |born| now.saturating_sub(born));
+    stat_u64(out, "items:1:age", age as u64);
     stat_u64(out, "items:1:mem_requested", st.bytes);
     stat_u64(out, "items:1:evicted", st.evictions);
-    stat_u64(out, "items:1:evicted_nonzero", 0);
-    stat_u64(out, "items:1:evicted_time", 0);
+    stat_u64(out, "items:1:evicted_nonzero", st.evicted_nonzero);
+    // memcached: how long the latest evicted item had gone unaccessed.
+    stat_u64(out, "items:1:evicted_time", st.last_eviction.map_or(0, |(_, idle)| idle as u64));
     stat_u64(out, "items:1:outofmemory", 0);
     stat_u64(out, "items:1:tailrepairs", 0);
     stat_u64(out, "items:1:reclaimed", st.reclaimed);

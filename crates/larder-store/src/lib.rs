@@ -589,6 +589,10 @@ impl Store {
             s.index_bytes += g.index.bytes() as u64;
             s.index_slots += g.index.slots() as u64;
             s.index_used += g.index.used() as u64;
+            s.evicted_nonzero += c.evicted_nonzero;
+            s.last_eviction = s.last_eviction.max(c.last_eviction);
+            let born = g.segs.oldest_first().map(|id| g.segs.get(id)).filter(|seg| seg.live_items > 0).map(|seg| seg.born).min();
+            s.oldest_born = s.oldest_born.into_iter().chain(born).min();
         }
         s.segments_total = s.segments_used + self.pool.spare_segments() as u64;
         s.memory_used = self.pool.used() as u64;
@@ -641,9 +645,9 @@ impl Store {
         };
         self.pool.set_exhausted(false);
         if large.is_some() {
-            return Some(l.g.install(buf, self.pool.next_gen(), true, slot, &self.pool));
+            return Some(l.g.install(buf, self.pool.next_gen(), true, slot, &self.pool, now));
         }
-        l.g.install(buf, self.pool.next_gen(), false, slot, &self.pool);
+        l.g.install(buf, self.pool.next_gen(), false, slot, &self.pool, now);
         Some(l.g.append(size, slot).expect("fits in a fresh segment"))
     }
 
@@ -938,5 +942,12 @@ pub struct Stats {
     pub memory_used: u64,
     /// Number of shards (independent locks).
     pub shards: u64,
+    /// When the oldest live data was written (its segment's first write, or earlier for items moved in from older segments);
+    /// `None` with nothing stored.
+    pub oldest_born: Option<Time>,
+    /// Of `evictions`, items that had an expiry time.
+    pub evicted_nonzero: u64,
+    /// The most recent eviction: (when, seconds its item had gone unaccessed).
+    pub last_eviction: Option<(Time, Time)>,
 }
 

@@ -15,6 +15,7 @@
 //! queue entries that are skipped (their generation no longer matches).
 
 use crate::index::MAX_SEG_ID;
+use crate::Time;
 use std::collections::VecDeque;
 
 pub struct Segment {
@@ -35,12 +36,17 @@ pub struct Segment {
     /// holds items that survived an eviction. New writes go to segments
     /// without this flag (the small queue).
     pub main: bool,
+    /// When the oldest data here was first written: the segment's
+    /// installation, or earlier for items moved in from older segments
+    /// (they bring their segment's time). `stats items` `age` is the
+    /// oldest of these among segments holding live items.
+    pub born: Time,
 }
 
 impl Segment {
     pub fn new(buf: Box<[u8]>, gen: u64, large: bool) -> Segment {
         let write_off = if large { buf.len() } else { 0 };
-        Segment { buf, gen, write_off, live_bytes: 0, live_items: 0, large, max_exp: 0, cas: 0, main: false }
+        Segment { buf, gen, write_off, live_bytes: 0, live_items: 0, large, max_exp: 0, cas: 0, main: false, born: 0 }
     }
 
     pub fn free_space(&self) -> usize {

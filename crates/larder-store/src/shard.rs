@@ -47,6 +47,12 @@ pub(crate) struct Counters {
     pub evicted_unfetched: u64,
     /// Segments compacted (live items moved out, dead bytes freed).
     pub compactions: u64,
+    /// Of `evictions`, those that had an expiry time (memcached's
+    /// `evicted_nonzero`).
+    pub evicted_nonzero: u64,
+    /// The latest eviction: when, and how long its item had gone
+    /// unaccessed then (memcached's `evicted_time`).
+    pub last_eviction: Option<(Time, Time)>,
 }
 
 /// What shard operations that may need memory get from the store.
@@ -285,6 +291,15 @@ impl Shard {
         }
     }
 
+    /// memcached's `evicted_nonzero` and `evicted_time` for a live item
+    /// about to be evicted (its `account_dead` counts the eviction).
+    fn note_eviction(&mut self, h: &Header, now: Time) {
+        self.st.evicted_nonzero += (h.exptime != 0) as u64;
+        // The access clock keeps seconds mod 65536: exact for items idle
+        // less than 18 hours, as an eviction-age signal needs.
+        self.st.last_eviction = Some((now, h.idle(now)));
+    }
+
     fn account_live(&mut self, loc: Loc, size: usize, exptime: Time, count_total: bool) {
         let seg = self.segs.get_mut(loc.seg);
         seg.note_exptime(exptime);
@@ -396,9 +411,10 @@ impl Shard {
     /// written there before and after it. Without room there, its own fresh
     /// generation is above everything so far, and the next regular write
     /// goes to a fresh segment with a higher one still.
-    pub fn install(&mut self, buf: Box<[u8]>, gen: u64, large: bool, slot: usize, pool: &Pool) -> Loc {
+    pub fn install(&mut self, buf: Box<[u8]>, gen: u64, large: bool, slot: usize, pool: &Pool, now: Time) -> Loc {
         self.max_gen = self.max_gen.max(gen);
         let mut seg = Segment::new(buf, gen, large);
+        seg.born = now;
         self.st.written_bytes += seg.write_off as u64;
         if large {
             seg.cas = gen << 24;
@@ -487,6 +503,9 @@ impl Shard {
         match victim {
             Some((live, _, pos, l)) if evict || !live => {
                 let w = why(self, l);
+                if w == Why::Evicted {
+                    self.note_eviction(&self.header(l), now);
+                }
                 self.unlink(pos, l, w, pool);
                 assert!(self.index.insert(h, loc));
                 true
@@ -596,6 +615,7 @@ impl Shard {
                 } else if h.expired(now) {
                     Why::Expired
                 } else {
+                    self.note_eviction(&h, now);
                     Why::Evicted
                 };
                 self.index.remove(pos);
@@ -633,7 +653,9 @@ impl Shard {
         let new_size = hlen + body;
         let main = self.open_main;
         let dst = if compact.is_none() && main != 0 && main != victim && self.segs.get(main).free_space() >= new_size {
+            let born = self.segs.get(victim).born;
             let m = self.segs.get_mut(main);
+            m.born = m.born.min(born);
             let d = m.write_off;
             m.write_off += new_size;
             m.live_bytes += new_size;
@@ -716,7 +738,12 @@ impl Shard {
                 if !h.expired(now) && (keep_all || f > 0) && self.keep_moved(id, loc, &h, from_main, keep_all, pos, &mut compact) {
                     // moved
                 } else {
-                    let why = if h.expired(now) { Why::Expired } else { Why::Evicted };
+                    let why = if h.expired(now) {
+                        Why::Expired
+                    } else {
+                        self.note_eviction(&h, now);
+                        Why::Evicted
+                    };
                     self.index.remove(pos);
                     self.account_dead(loc, why);
                 }
@@ -770,7 +797,7 @@ mod tests {
                 None => {
                     let buf = self.pool.segment().unwrap();
                     let gen = self.pool.next_gen();
-                    self.sh.install(buf, gen, false, slot, &self.pool);
+                    self.sh.install(buf, gen, false, slot, &self.pool, now);
                     self.sh.append(size, slot).unwrap()
                 }
             };
@@ -793,6 +820,39 @@ mod tests {
                 _ => None,
             }
         }
+    }
+
+    /// The write time of the oldest live data, as `Store::stats` finds it.
+    fn oldest_born(sh: &Shard) -> Option<Time> {
+        sh.segs.oldest_first().map(|id| sh.segs.get(id)).filter(|s| s.live_items > 0).map(|s| s.born).min()
+    }
+
+    #[test]
+    fn moved_items_bring_their_write_time() {
+        let mut f = Fixture::new();
+        let a = f.put(b"a", &[1; 100], 0, 10);
+        f.put(b"fill-a", &[0; 3900], 0, 10);
+        // (`b` second: the first item of a segment cannot grow by its CAS
+        // field in place)
+        f.put(b"fill-b", &[0; 3900], 0, 50);
+        let b = f.put(b"b", &[2; 100], 0, 50);
+        assert_ne!(a.seg, b.seg);
+        for key in [&b"a"[..], b"b"] {
+            let Found::Live(pos, _) = f.sh.lookup(f.hasher.hash(key), key, 55, &f.pool) else { panic!() };
+            f.sh.index.bump(pos);
+        }
+        // b's segment first: `b` is kept in place, and that segment (written
+        // at 50) becomes the open main segment, with room.
+        assert!(f.sh.evict_keeping(b.seg, 60, &f.pool, false).is_none());
+        assert_eq!(oldest_born(&f.sh), Some(10));
+        // Then a's: `a` moves into it and brings its time along.
+        assert!(f.sh.evict_keeping(a.seg, 60, &f.pool, false).is_some());
+        assert_eq!(f.get(b"a", 60).unwrap(), vec![1; 100]);
+        assert_eq!(f.sh.segs.count(), 1);
+        assert_eq!(oldest_born(&f.sh), Some(10), "a was written at 10");
+        let st = &f.sh.st;
+        assert_eq!(st.evictions, 2);
+        assert_eq!(st.last_eviction, Some((60, 50)), "fill-a, written and last read at 10");
     }
 
     #[test]
@@ -831,7 +891,7 @@ mod tests {
         // A large object leaves a pad byte in the open segment.
         let big = f.pool.large(5000).unwrap();
         let gen = f.pool.next_gen();
-        let l = f.sh.install(big, gen, true, ttl::NO_EXPIRY, &f.pool);
+        let l = f.sh.install(big, gen, true, ttl::NO_EXPIRY, &f.pool, 1);
         assert!(f.sh.cas(l) > f.sh.cas(x));
         f.put(b"after", b"5", 0, 1);
         assert_eq!(f.sh.segs.bytes(x.seg, 0).iter().filter(|&&b| b == item::PAD).count(), 1);

@@ -217,3 +217,52 @@ fn small_limits_get_small_segments_and_evict_item_by_item() {
     let s = Store::new(Config { memory_limit: 1 << 30, ..Config::default() }).unwrap();
     assert_eq!(s.stats().segment_size, 1 << 20);
 }
+
+/// `Stats::oldest_born` (`stats items` `age`): items that survive an
+/// eviction are moved to a main-queue segment, which takes on their older
+/// write time, so the age keeps counting from when they were written; once
+/// they are gone, the oldest data is the next writes.
+#[test]
+fn survivors_keep_their_write_time() {
+    // Enough hot items that the main queue makes up most segments and its
+    // own segments get evicted, their survivors moving into younger ones.
+    const HOT: u64 = 14_000;
+    let limit = 4 << 20;
+    let s = Store::new(Config { memory_limit: limit, segment_size: 64 << 10, ..Config::default() }).unwrap();
+    assert_eq!(s.stats().oldest_born, None);
+    for i in 0..HOT {
+        s.store(Mode::Set, format!("hot:{i}").as_bytes(), 0, 0, &value(i, 200), 10);
+    }
+    assert_eq!(s.stats().oldest_born, Some(10));
+    // Read once: each earns one pass through an eviction.
+    for i in 0..HOT {
+        assert!(matches!(s.get(format!("hot:{i}").as_bytes(), 11, |_| ()), Lookup::Hit(())));
+    }
+    // Six times the limit in new items, written at t = 50..60, the hot
+    // items read again now and then: their segments are evicted, they move
+    // to main-queue segments and, as those are evicted in turn, into
+    // younger ones, each time bringing their write time along.
+    let n = 6 * limit as u64 / 200;
+    for i in 0..n {
+        s.store(Mode::Set, format!("new:{i}").as_bytes(), 0, 0, &value(i, 200), 50 + (i * 10 / n) as u32);
+        if i % (n / 24) == 0 {
+            for k in 0..HOT {
+                s.get(format!("hot:{k}").as_bytes(), 50, |_| ());
+            }
+        }
+    }
+    let st = s.stats();
+    assert!(st.evictions > 0, "{st:?}");
+    let survivors = (0..HOT).filter(|i| matches!(s.get(format!("hot:{i}").as_bytes(), 60, |_| ()), Lookup::Hit(()))).count();
+    assert!(survivors > 0, "some hot items were kept");
+    assert_eq!(st.oldest_born, Some(10), "{survivors} survivors written at 10: {st:?}");
+    assert_eq!(st.evicted_nonzero, 0, "nothing had an exptime");
+    let (when, idle) = st.last_eviction.expect("evictions happened");
+    assert!((50..=60).contains(&when), "{when}");
+    assert!(idle <= 10, "the last evicted item was a new one, idle {idle}");
+    for i in 0..HOT {
+        s.delete(format!("hot:{i}").as_bytes(), 60);
+    }
+    let born = s.stats().oldest_born.unwrap();
+    assert!(born >= 50, "{born}");
+}

@@ -1,0 +1,68 @@
+//! `stats items`: `age` (seconds since the oldest live data was written),
+//! `evicted`, `evicted_nonzero` (evicted items that had an expiry time) and
+//! `evicted_time` (how long the latest evicted item had gone unaccessed),
+//! which dashboards read as the cache's eviction age. The clock is moved
+//! with `debugtime` (enabled by `-o debugtime`).
+
+mod common;
+
+use common::{Client, Larder};
+use std::collections::HashMap;
+
+fn items(c: &mut Client) -> HashMap<String, u64> {
+    c.stats("items").into_iter().map(|(k, v)| (k, v.parse().unwrap())).collect()
+}
+
+fn fill(c: &mut Client, prefix: &str, n: usize, exptime: u32, value: &[u8]) {
+    let mut req = Vec::new();
+    for i in 0..n {
+        req.extend_from_slice(format!("set {prefix}{i} 0 {exptime} {} noreply\r\n", value.len()).as_bytes());
+        req.extend_from_slice(value);
+        req.extend_from_slice(b"\r\n");
+    }
+    c.send(&req);
+    c.expect(b"mn\r\n", b"MN\r\n");
+}
+
+#[test]
+fn age_and_eviction_age_follow_the_clock() {
+    let l = Larder::start(&["-m", "64", "-t", "1", "-o", "debugtime"]);
+    let mut c = l.connect();
+    c.expect(b"stats items\r\n", b"END\r\n");
+
+    let value = vec![b'o'; 1000];
+    // 20 MB that expire in an hour (a nonzero exptime, and a TTL class of
+    // their own: the segments they fill hold nothing else)...
+    fill(&mut c, "old", 20_000, 3600, &value);
+    let s = items(&mut c);
+    assert_eq!(s["items:1:number"], 20_000);
+    assert!(s["items:1:age"] <= 1, "{s:?}");
+    assert_eq!(s["items:1:evicted"], 0);
+    assert_eq!(s["items:1:evicted_time"], 0);
+
+    c.expect(b"debugtime 100\r\n", b"OK\r\n");
+    let age = items(&mut c)["items:1:age"];
+    assert!((100..=102).contains(&age), "age {age}");
+
+    // ... then, 100 s later, 50 MB that never expire: into -m 64 only by
+    // evicting the oldest data, which is the unread `old` items.
+    fill(&mut c, "new", 50_000, 0, &value);
+    let s = items(&mut c);
+    let evicted = s["items:1:evicted"];
+    assert!(evicted > 1000, "{s:?}");
+    assert_eq!(s["items:1:evicted_nonzero"], evicted, "only `old` items (with an exptime) went: {s:?}");
+    assert!((100..=103).contains(&s["items:1:evicted_time"]), "idle since written: {s:?}");
+    assert_eq!(c.stat("evictions"), evicted);
+    // Some `old` items remain: they are still the oldest data.
+    assert!(evicted < 20_000, "{s:?}");
+    assert!((100..=103).contains(&s["items:1:age"]), "{s:?}");
+
+    // Once every `old` item is gone, the oldest data is the `new` items.
+    for i in 0..20_000 {
+        c.send(format!("delete old{i} noreply\r\n").as_bytes());
+    }
+    c.expect(b"mn\r\n", b"MN\r\n");
+    c.expect(b"debugtime 30\r\n", b"OK\r\n");
+    let s = items(&mut c);
+    assert!((30..=33).contains(&s["items:1:age"]), "{s:?}");
+}
