@@ -295,8 +295,24 @@ fn stat(srv: &Server, req: &BinRequest<'_>, now: Time, out: &mut Vec<u8>) {
         binary::stat_end(out, req.opaque);
         return;
     }
+    // memcached compares the bytes after `detail` with " on", " off" and
+    // " dump" as prefixes, and answers anything else "not found".
+    if let Some(sub) = group.strip_prefix(b"detail") {
+        if sub.starts_with(b" dump") {
+            let mut dump = Vec::new();
+            srv.observer.prefixes.render_detail_dump(&mut dump);
+            binary::stat(out, req.opaque, b"detailed", &dump);
+        } else if sub.starts_with(b" on") || sub.starts_with(b" off") {
+            srv.observer.prefixes.set_detail(sub.starts_with(b" on"));
+        } else {
+            binary::status_only(out, req.opcode, Status::KeyNotFound, req.opaque);
+            return;
+        }
+        binary::stat_end(out, req.opaque);
+        return;
+    }
     let known = [&b""[..], b"settings", b"items", b"slabs", b"sizes", b"conns"];
-    if !known.iter().any(|g| *g == group) {
+    if !known.contains(&group) {
         binary::status_only(out, req.opcode, Status::KeyNotFound, req.opaque);
         return;
     }
