@@ -11,8 +11,9 @@ use std::fmt;
 /// The server's settings after parsing and validation.
 #[derive(Clone, Debug)]
 pub struct Settings {
-    pub port: u16,
-    pub udp_port: u16,
+    /// `-p`/`-U` as memcached keeps them: 0 = off, -1 = any free port.
+    pub port: i32,
+    pub udp_port: i32,
     pub unix_socket: Option<String>,
     pub unix_mask: u32,
     pub enable_shutdown: bool,
@@ -222,6 +223,7 @@ const WITH_ARGUMENT: &str = "pUsalumcPfntRbBIDYeoN";
 pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, UsageError> {
     let args: Vec<String> = args.into_iter().collect();
     let mut s = Settings::default();
+    let (mut tcp_specified, mut udp_specified) = (false, false);
     let mut help = false;
     let mut version = false;
     let mut i = 0;
@@ -275,8 +277,14 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, Us
             };
             let v = value.as_deref().unwrap_or("");
             match flag {
-                'p' => s.port = parse_port(v, "-p")?,
-                'U' => s.udp_port = parse_port(v, "-U")?,
+                'p' => {
+                    s.port = parse_port(v, "-p")?;
+                    tcp_specified = true;
+                }
+                'U' => {
+                    s.udp_port = parse_port(v, "-U")?;
+                    udp_specified = true;
+                }
                 's' => s.unix_socket = Some(v.to_string()),
                 'a' => {
                     s.unix_mask = u32::from_str_radix(v, 8)
@@ -363,12 +371,20 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, Us
     if version {
         return Ok(Command::Version);
     }
+    // memcached: `-U` without `-p` puts TCP on the UDP port too.
+    if udp_specified && s.udp_port != 0 && !tcp_specified {
+        s.port = s.udp_port;
+    }
     validate(&s)?;
     Ok(Command::Run(s))
 }
 
-fn parse_port(v: &str, flag: &str) -> Result<u16, UsageError> {
-    v.parse::<u16>().map_err(|_| UsageError(format!("larder: bad port for {flag}: '{v}'")))
+/// A port, or -1 for "any free port" (memcached's ephemeral port).
+fn parse_port(v: &str, flag: &str) -> Result<i32, UsageError> {
+    match v.parse::<i32>() {
+        Ok(p) if (-1..=65535).contains(&p) => Ok(p),
+        _ => Err(UsageError(format!("larder: bad port for {flag}: '{v}'"))),
+    }
 }
 
 /// `-m`: megabytes, or a number with a k/m/g suffix as memcached 1.6 accepts.
@@ -595,6 +611,24 @@ mod tests {
             Command::Run(s) => Ok(s),
             _ => panic!("not a run"),
         }
+    }
+
+    /// memcached's port rules (its t/issue_67.t): -1 is any free port, and
+    /// `-U` without `-p` moves TCP to the UDP port.
+    #[test]
+    fn ports_as_memcached_reads_them() {
+        assert_eq!((run(&[]).unwrap().port, run(&[]).unwrap().udp_port), (11211, 0));
+        let s = run(&["-U", "11222"]).unwrap();
+        assert_eq!((s.port, s.udp_port), (11222, 11222));
+        let s = run(&["-U", "-1"]).unwrap();
+        assert_eq!((s.port, s.udp_port), (-1, -1));
+        let s = run(&["-p", "11242", "-U", "11243"]).unwrap();
+        assert_eq!((s.port, s.udp_port), (11242, 11243));
+        let s = run(&["-U", "0"]).unwrap();
+        assert_eq!((s.port, s.udp_port), (11211, 0));
+        assert_eq!(run(&["-p", "-1"]).unwrap().port, -1);
+        assert!(run(&["-p", "65536"]).is_err());
+        assert!(run(&["-p", "-2"]).is_err());
     }
 
     #[test]

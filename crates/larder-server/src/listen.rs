@@ -134,8 +134,10 @@ pub fn bind_all(s: &Settings) -> Result<Bound, String> {
         return Ok(Bound { listeners, udp });
     }
     let entries: Vec<String> = if s.listen.is_empty() { vec!["127.0.0.1".to_string()] } else { s.listen.clone() };
+    // -1: any free port (the kernel picks one: port 0)
+    let (tcp_port, udp_port) = (s.port.max(0) as u16, s.udp_port.max(0) as u16);
     for entry in &entries {
-        let addrs = resolve(entry, s.port).map_err(|e| format!("failed to resolve -l {entry}: {e}"))?;
+        let addrs = resolve(entry, tcp_port).map_err(|e| format!("failed to resolve -l {entry}: {e}"))?;
         for addr in addrs {
             if s.port != 0 || entry.contains(':') {
                 let l = bind_tcp(addr, s.backlog).map_err(|e| format!("failed to listen on TCP {addr}: {e}"))?;
@@ -144,7 +146,7 @@ pub fn bind_all(s: &Settings) -> Result<Bound, String> {
             }
             if s.udp_port != 0 {
                 let mut ua = addr;
-                ua.set_port(s.udp_port);
+                ua.set_port(udp_port);
                 let u = std::net::UdpSocket::bind(ua).map_err(|e| format!("failed to listen on UDP {ua}: {e}"))?;
                 u.set_nonblocking(true).map_err(|e| e.to_string())?;
                 udp.push(u);
@@ -152,9 +154,41 @@ pub fn bind_all(s: &Settings) -> Result<Bound, String> {
         }
     }
     if listeners.is_empty() && udp.is_empty() {
-        return Err("nothing to listen on (-p 0 and -U 0)".to_string());
+        // memcached starts anyway (its t/issue_67.t checks that it does)
+        eprintln!("larder: warning: -p 0 and -U 0: listening on nothing");
+    }
+    if let Some(path) = std::env::var_os("MEMCACHED_PORT_FILENAME") {
+        // memcached only complains when it cannot write the file
+        if let Err(e) = write_port_file(std::path::Path::new(&path), &listeners, &udp) {
+            eprintln!("larder: {e}");
+        }
     }
     Ok(Bound { listeners, udp })
+}
+
+/// memcached's `MEMCACHED_PORT_FILENAME`: the ports actually bound (what
+/// test harnesses read after starting a server with `-p -1`), one line per
+/// socket, `TCP INET: 11211`, `UDP INET6: 11211`, ..., TCP first. Written
+/// to `<path>.lck` and renamed, so a reader never sees half of it.
+fn write_port_file(path: &std::path::Path, listeners: &[Listener], udp: &[std::net::UdpSocket]) -> Result<(), String> {
+    let mut text = String::new();
+    let mut line = |proto: &str, addr: io::Result<SocketAddr>| {
+        if let Ok(a) = addr {
+            let family = if a.is_ipv4() { "INET" } else { "INET6" };
+            text.push_str(&format!("{proto} {family}: {}\n", a.port()));
+        }
+    };
+    for l in listeners {
+        if let Listener::Tcp(t, _) = l {
+            line("TCP", t.local_addr());
+        }
+    }
+    for u in udp {
+        line("UDP", u.local_addr());
+    }
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".lck");
+    std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, path)).map_err(|e| format!("failed to write the port file {}: {e}", path.display()))
 }
 
 const REJECT: &[u8] = b"ERROR Too many open connections\r\n";

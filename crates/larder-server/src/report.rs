@@ -192,8 +192,9 @@ fn settings(srv: &Server, out: &mut Vec<u8>) {
     let yes_no = |b: bool| if b { "yes" } else { "no" };
     stat_u64(out, "maxbytes", st.limit_maxbytes);
     stat_u64(out, "maxconns", s.max_connections as u64);
-    stat_u64(out, "tcpport", if s.unix_socket.is_some() { 0 } else { s.port as u64 });
-    stat_u64(out, "udpport", if s.unix_socket.is_some() { 0 } else { s.udp_port as u64 });
+    // signed, as memcached prints them (-1: any free port)
+    stat_str(out, "tcpport", &if s.unix_socket.is_some() { 0 } else { s.port }.to_string());
+    stat_str(out, "udpport", &if s.unix_socket.is_some() { 0 } else { s.udp_port }.to_string());
     let inter = if s.listen.is_empty() { "NULL".to_string() } else { s.listen.join(",") };
     stat_str(out, "inter", &inter);
     stat_u64(out, "verbosity", srv.verbosity() as u64);
