@@ -58,6 +58,13 @@
 //! `c = 60 000`, `r = 16`: about 1.6%). Heavy hitters, which is what the
 //! report is for, are found just the same.
 //!
+//! Responses of [`EXACT_BYTES`] (64 KiB) or more are not sampled in the
+//! bytes summary: each is offered with its exact size (and its request
+//! still takes its chance in the requests summary). A rare read of a huge
+//! value, the heaviest bytes hitter there is, is therefore never missed,
+//! and the cost stays bounded by the bytes sent (at most one offer per
+//! 64 KiB).
+//!
 //! **Adaptive sampling** ([`HotKeys::with_adaptive_sampling`], the server's
 //! default through [`crate::observer::ObserverConfig`]) keeps the cost
 //! bounded whatever the traffic and the estimates exact when traffic is
@@ -390,6 +397,10 @@ struct WorkerInner {
 /// Adaptive sampling aims at this many sampled requests per second and
 /// worker (see "Sampling" in the module docs).
 pub const ADAPTIVE_SAMPLES_PER_SEC: u64 = 2048;
+
+/// Responses this large or larger enter the bytes summary exactly, never
+/// sampled (see "Sampling" in the module docs).
+pub const EXACT_BYTES: u64 = 64 << 10;
 /// The sparsest adaptive sampling: one request in this many.
 const MAX_ADAPTIVE_RATE: u64 = 1 << 20;
 
@@ -599,11 +610,21 @@ impl HotKeysWorker {
     /// `bytes_sent` value bytes (0 for a miss or a write).
     #[inline]
     pub fn on_request(&mut self, key: &[u8], bytes_sent: u64, now: u64) {
+        // Large responses go into the bytes summary exactly, outside the
+        // sampling: a few reads of a 10 MiB value are the heaviest bytes
+        // hitter and sampling would miss them. Their cost is bounded by
+        // the bytes sent (one offer per EXACT_BYTES or more).
+        let sampled_bytes = if bytes_sent >= EXACT_BYTES {
+            self.offer_bytes(key, bytes_sent, now);
+            0
+        } else {
+            bytes_sent
+        };
         if self.skip > 0 {
             self.skip -= 1;
             return;
         }
-        self.offer(key, bytes_sent, now);
+        self.offer(key, sampled_bytes, now);
         if self.adaptive {
             self.adapt(now);
         }
@@ -623,6 +644,16 @@ impl HotKeysWorker {
         if bytes_sent > 0 {
             e.bytes.offer_hashed(key, h, bytes_sent.saturating_mul(s));
         }
+    }
+
+    /// A large response, into the bytes summary with its exact weight.
+    #[cold]
+    fn offer_bytes(&mut self, key: &[u8], bytes_sent: u64, now: u64) {
+        let key = &key[..key.len().min(KEY_MAX)];
+        let mut g = self.inner.lock().unwrap();
+        rotate(&mut g, now, self.half);
+        let cur = g.cur;
+        g.epochs[cur].bytes.offer_hashed(key, hash_bytes(key), bytes_sent);
     }
 
     fn set_rate(&mut self, rate: u64) {
@@ -771,6 +802,24 @@ mod tests {
         assert!(text.contains("STAT hotkey:requests:1:key session:hot\r\nSTAT hotkey:requests:1:count "));
         assert!(text.contains("STAT hotkey:bytes:1:key session:hot\r\n"));
         assert!(text.ends_with("\r\nEND\r\n"));
+    }
+
+    /// Three reads of a 10 MiB value among 400 000 small ones, sampled 1 in
+    /// 1000: the big value's bytes are exact and it tops the bytes list.
+    #[test]
+    fn large_responses_are_never_sampled_out() {
+        let hk = HotKeys::new(64, 60).with_sampling(1000);
+        let mut w = hk.worker();
+        for i in 0..400_000u64 {
+            w.on_request(format!("page:{}", i % 1000).as_bytes(), 100, 100);
+            if i % 100_000 == 50_000 {
+                w.on_request(b"item:big", 10 << 20, 100);
+            }
+        }
+        let r = hk.report(101, 3);
+        assert_eq!(r.by_bytes[0].key, b"item:big");
+        assert!(r.by_bytes[0].count >= 4 * (10 << 20), "{}", r.by_bytes[0].count);
+        assert!(r.by_bytes[0].count - r.by_bytes[0].error <= 4 * (10 << 20));
     }
 
     #[test]
