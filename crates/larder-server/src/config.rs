@@ -510,11 +510,18 @@ fn parse_extended<'a>(list: &'a str, s: &mut Settings) -> Result<(), UsageError>
             "lru_crawler" | "no_lru_crawler" => s.lru_crawler = name == "lru_crawler",
             "lru_maintainer" | "no_lru_maintainer" => s.lru_maintainer = name == "lru_maintainer",
             "slab_chunk_max" | "slab_reassign" | "slab_automove" | "hashpower"
+            | "slab_automove_ratio" | "slab_automove_window" | "slab_sizes" | "track_sizes"
+            | "no_slab_reassign" | "no_slab_automove" | "no_chunked_items"
+            | "inline_ascii_resp" | "no_inline_ascii_resp"
             | "hash_algorithm"
             | "hot_lru_pct" | "warm_lru_pct" | "hot_max_factor" | "warm_max_factor"
             | "temporary_ttl" | "tail_repair_time" | "no_hashexpand" | "lru_crawler_sleep"
             | "lru_crawler_tocrawl" => s.warnings.push(format!(
                 "-o {name} tunes memcached's slab allocator/LRU, which larder does not have; it has no effect"
+            )),
+            "resp_obj_mem_limit" | "read_buf_mem_limit" => s.warnings.push(format!(
+                "-o {name} caps memcached's per-worker buffer pools, which larder does not have \
+                 (each connection's buffers are bounded by -I and the reply high-water mark); it has no effect"
             )),
             _ => return err(format!("larder: unsupported -o option '{name}'")),
         }

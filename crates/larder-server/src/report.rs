@@ -268,7 +268,11 @@ fn slabs(srv: &Server, out: &mut Vec<u8>) {
         stat_u64(out, "1:touch_hits", t.touch_hits);
     }
     stat_u64(out, "active_slabs", if st.segments_used > 0 { 1 } else { 0 });
-    stat_u64(out, "total_malloced", st.segments_used * st.segment_size + st.index_bytes);
+    // memcached: the bytes of slab pages it has malloc'd. Here: every byte
+    // taken from -m (segments in use and spare, large objects, the index),
+    // which grows with the data and shrinks when a lowered
+    // `cache_memlimit` lets the store hand buffers back.
+    stat_u64(out, "total_malloced", st.memory_used);
 }
 
 fn conns(srv: &Server, now: Time, out: &mut Vec<u8>) {
