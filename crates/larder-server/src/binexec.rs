@@ -311,7 +311,7 @@ fn stat(srv: &Server, req: &BinRequest<'_>, now: Time, out: &mut Vec<u8>) {
         binary::stat_end(out, req.opaque);
         return;
     }
-    let known = [&b""[..], b"settings", b"items", b"slabs", b"sizes", b"conns"];
+    let known = [&b""[..], b"settings", b"items", b"slabs", b"sizes", b"conns", b"larder"];
     if !known.contains(&group) {
         binary::status_only(out, req.opcode, Status::KeyNotFound, req.opaque);
         return;

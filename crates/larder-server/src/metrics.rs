@@ -75,6 +75,7 @@ fn serve(srv: &Server, mut s: TcpStream) {
 pub fn render(srv: &Server) -> String {
     let mut text = Vec::new();
     crate::report::stats(srv, b"", srv.clock.now(), &mut text);
+    crate::report::stats(srv, b"larder", srv.clock.now(), &mut text);
     let text = String::from_utf8_lossy(&text);
     let mut memcached = Vec::new();
     let mut ours = Vec::new();

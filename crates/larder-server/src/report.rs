@@ -1,5 +1,7 @@
 //! The `stats` replies: general, `settings`, `items`, `slabs`, `sizes`,
-//! `conns`, `reset`, in memcached 1.6.18's names and order.
+//! `conns`, `cachedump`, `reset`, in memcached 1.6.18's names and order,
+//! and `stats larder` (larder's own figures, kept out of the general reply
+//! so that it has exactly memcached's fields).
 //!
 //! Also larder-observe's: `stats detail on|off|dump` (memcached's),
 //! `stats prefixes`, `stats hotkeys`, `stats bigkeys`.
@@ -23,6 +25,12 @@ pub fn stats(srv: &Server, args: &[u8], now: Time, out: &mut Vec<u8>) {
             stat_str(out, "sizes_status", "disabled");
         }
         Some(b"conns") => conns(srv, now, out),
+        Some(b"larder") => larder(srv, out),
+        Some(b"cachedump") => {
+            let args: Vec<&[u8]> = words.collect();
+            cachedump(srv, &args, now, out);
+            return;
+        }
         Some(b"reset") => {
             srv.reset_stats();
             out.extend_from_slice(reply::RESET);
@@ -47,6 +55,62 @@ pub fn stats(srv: &Server, args: &[u8], now: Time, out: &mut Vec<u8>) {
         Some(_) => {
             out.extend_from_slice(reply::ERROR);
             return;
+        }
+    }
+    out.extend_from_slice(reply::END);
+}
+
+/// Largest `stats cachedump` reply, as memcached (2 MB, `END` included).
+const CACHEDUMP_MAX: usize = 2 * 1024 * 1024;
+
+/// `stats cachedump <class> <limit>`: memcached's checks and replies, one
+/// `ITEM <key> [<value bytes> b; <unix expiry, 0 = never> s]` line per item
+/// of class 1 (larder's one class; other classes are empty), at most
+/// `limit` (0: as many as fit in 2 MB). memcached lists its cold LRU, newest
+/// first; larder walks the shards, oldest segments first, one shard lock
+/// at a time.
+fn cachedump(srv: &Server, args: &[&[u8]], now: Time, out: &mut Vec<u8>) {
+    if !srv.settings.dump_enabled {
+        reply::line(out, "CLIENT_ERROR stats cachedump not allowed");
+        return;
+    }
+    if args.len() < 2 {
+        reply::line(out, "CLIENT_ERROR bad command line");
+        return;
+    }
+    let number = |w: &[u8]| std::str::from_utf8(w).ok().and_then(|s| s.parse::<u32>().ok());
+    let (Some(class), Some(limit)) = (number(args[0]), number(args[1])) else {
+        reply::line(out, "CLIENT_ERROR bad command line format");
+        return;
+    };
+    if class >= 64 {
+        reply::line(out, "CLIENT_ERROR Illegal slab id");
+        return;
+    }
+    let start = out.len();
+    let to_unix = srv.clock.unix_now() - now as i64;
+    let mut shown = 0u32;
+    let mut full = false;
+    let mut shard = 0;
+    let mut after = 0;
+    while class == 1 && !full && (limit == 0 || shown < limit) {
+        let step = srv.store.for_each_item_in_shard_from(shard, now, after, 4, |key, it| {
+            if full || it.key_binary || (limit != 0 && shown >= limit) {
+                return;
+            }
+            let expiry = if it.exptime == 0 { 0 } else { (it.exptime as i64 + to_unix).max(0) };
+            let line = format!("ITEM {} [{} b; {} s]\r\n", String::from_utf8_lossy(key), it.value_len, expiry);
+            if out.len() - start + line.len() + 5 > CACHEDUMP_MAX {
+                full = true;
+                return;
+            }
+            out.extend_from_slice(line.as_bytes());
+            shown += 1;
+        });
+        match step {
+            Some((_, last)) => after = last,
+            None if shard + 1 < srv.store.shard_count() => (shard, after) = (shard + 1, 0),
+            None => break,
         }
     }
     out.extend_from_slice(reply::END);
@@ -164,7 +228,14 @@ fn general(srv: &Server, out: &mut Vec<u8>) {
             stat_u64(out, name, 0);
         }
     }
-    // larder's own figures, after memcached's.
+}
+
+/// `stats larder`: larder's own figures. Kept out of the plain `stats`
+/// reply so that it has exactly memcached 1.6.18's fields (tools and
+/// memcached's t/stats.t count them).
+fn larder(srv: &Server, out: &mut Vec<u8>) {
+    let t = srv.stats.totals();
+    let st = srv.store_stats();
     stat_str(out, "larder_version", env!("CARGO_PKG_VERSION"));
     stat_u64(out, "larder_segment_size", st.segment_size);
     stat_u64(out, "larder_segments_total", st.segments_total);

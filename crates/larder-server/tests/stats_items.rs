@@ -96,3 +96,43 @@ fn total_malloced_follows_the_memory_in_use() {
     let after = malloced(&mut c);
     assert!(after < full - 100 * 66560, "{full} -> {after}");
 }
+
+/// `stats cachedump <class> <limit>` with memcached's replies, and the
+/// split between `stats` (memcached's fields only) and `stats larder`.
+#[test]
+fn cachedump_and_stats_larder() {
+    let l = Larder::start(&["-t", "1"]);
+    let mut c = l.connect();
+    c.expect(b"set foo 0 0 6\r\nfooval\r\n", b"STORED\r\n");
+    c.expect(b"set bar 5 0 3\r\nabc\r\n", b"STORED\r\n");
+    c.expect(b"stats cachedump 1 100\r\n", b"ITEM foo [6 b; 0 s]\r\nITEM bar [3 b; 0 s]\r\nEND\r\n");
+    c.expect(b"stats cachedump 1 1\r\n", b"ITEM foo [6 b; 0 s]\r\nEND\r\n");
+    c.expect(b"stats cachedump 2 0\r\n", b"END\r\n");
+    c.expect(b"stats cachedump 1\r\n", b"CLIENT_ERROR bad command line\r\n");
+    c.expect(b"stats cachedump x 1\r\n", b"CLIENT_ERROR bad command line format\r\n");
+    c.expect(b"stats cachedump 64 1\r\n", b"CLIENT_ERROR Illegal slab id\r\n");
+    // an absolute unix expiry
+    c.expect(b"set ttl 0 1000 1\r\nx\r\n", b"STORED\r\n");
+    c.send(b"stats cachedump 1 0\r\n");
+    let mut lines = Vec::new();
+    loop {
+        let line = c.line();
+        if line == "END\r\n" {
+            break;
+        }
+        lines.push(line);
+    }
+    let ttl = lines.iter().find(|l| l.starts_with("ITEM ttl ")).expect("ttl listed");
+    let unix = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let expiry: u64 = ttl.trim_end().trim_start_matches("ITEM ttl [1 b; ").trim_end_matches(" s]").parse().unwrap();
+    assert!((unix + 995..=unix + 1002).contains(&expiry), "{ttl} vs now {unix}");
+
+    let general = c.stats("");
+    assert!(general.iter().all(|(k, _)| !k.starts_with("larder_")), "{general:?}");
+    let ours = c.stats("larder");
+    assert!(ours.iter().any(|(k, v)| k == "larder_version" && v == env!("CARGO_PKG_VERSION")), "{ours:?}");
+    assert!(ours.iter().all(|(k, _)| k.starts_with("larder_")), "{ours:?}");
+
+    let l = Larder::start(&["-t", "1", "-X"]);
+    l.connect().expect(b"stats cachedump 1 1\r\n", b"CLIENT_ERROR stats cachedump not allowed\r\n");
+}

@@ -126,6 +126,11 @@ pub struct DumpItem {
     pub fetched: bool,
     /// Bytes the store charges for the item.
     pub size: u64,
+    /// The value's length (`stats cachedump` shows it).
+    pub value_len: u64,
+    /// The key came base64-encoded (meta `b`): memcached's dumps skip such
+    /// keys rather than print raw bytes.
+    pub key_binary: bool,
 }
 
 impl crate::Store {
@@ -228,6 +233,8 @@ impl crate::Store {
                             cas: g.cas(loc),
                             fetched: h.fetched,
                             size: h.total() as u64,
+                            value_len: h.vlen as u64,
+                            key_binary: h.key_binary,
                         };
                         f(key, &item);
                         n += 1;

@@ -169,8 +169,10 @@ impl Client {
         }
     }
 
+    /// One figure of `stats`, or of `stats larder` for larder's own
+    /// (`larder_*`) figures.
     pub fn stat(&mut self, name: &str) -> u64 {
-        let all = self.stats("");
+        let all = self.stats(if name.starts_with("larder_") { "larder" } else { "" });
         all.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("no stat {name}")).1.parse().unwrap()
     }
 
