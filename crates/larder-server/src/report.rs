@@ -316,6 +316,14 @@ fn items(srv: &Server, now: Time, out: &mut Vec<u8>) {
     stat_u64(out, "items:1:reclaimed", st.reclaimed);
     stat_u64(out, "items:1:expired_unfetched", st.expired_unfetched);
     stat_u64(out, "items:1:evicted_unfetched", st.evicted_unfetched);
+    // memcached prints these whatever its LRU mode; larder has no LRU
+    // crawler (expired segments are swept whole) and no tail locks: 0, as
+    // in the general `stats`. The segmented-LRU fields (number_hot, ...,
+    // moves_to_cold, hits_to_*) are left out, as memcached leaves them out
+    // when its LRU is not segmented.
+    for name in ["items:1:crawler_reclaimed", "items:1:crawler_items_checked", "items:1:lrutail_reflocked"] {
+        stat_u64(out, name, 0);
+    }
 }
 
 fn slabs(srv: &Server, out: &mut Vec<u8>) {
