@@ -586,6 +586,7 @@ impl Store {
             s.segments_used += (g.segs.count() - g.segs.large_count()) as u64;
             s.large_objects += g.segs.large_count() as u64;
             s.large_bytes += g.segs.large_bytes() as u64;
+            s.large_pages_bytes += g.segs.large_pages_bytes() as u64;
             s.index_bytes += g.index.bytes() as u64;
             s.index_slots += g.index.slots() as u64;
             s.index_used += g.index.used() as u64;
@@ -937,6 +938,10 @@ pub struct Stats {
     /// in `memory_used`, not in `segments_*`.
     pub large_objects: u64,
     pub large_bytes: u64,
+    /// `large_bytes` with each object rounded up to whole 4 KiB pages (what
+    /// the allocator hands out for it): a steadier measure of the memory
+    /// they take, which does not move when a key is a byte longer.
+    pub large_pages_bytes: u64,
     /// All bytes reserved from `limit_maxbytes`: segments (in use and spare),
     /// large objects, index tables.
     pub memory_used: u64,

@@ -16,6 +16,11 @@
 
 use crate::index::MAX_SEG_ID;
 use crate::Time;
+
+/// `n` bytes rounded up to whole 4 KiB pages.
+fn in_pages(n: usize) -> usize {
+    n.div_ceil(4096) * 4096
+}
 use std::collections::VecDeque;
 
 pub struct Segment {
@@ -73,6 +78,8 @@ pub struct SegTable {
     count: usize,
     large: usize,
     large_bytes: usize,
+    /// `large_bytes` with each object rounded up to whole 4 KiB pages.
+    large_pages_bytes: usize,
 }
 
 impl SegTable {
@@ -91,6 +98,7 @@ impl SegTable {
         if seg.large {
             self.large += 1;
             self.large_bytes += seg.buf.len();
+            self.large_pages_bytes += in_pages(seg.buf.len());
         }
         let id = match self.free_ids.pop() {
             Some(id) => {
@@ -125,6 +133,7 @@ impl SegTable {
         if seg.large {
             self.large -= 1;
             self.large_bytes -= seg.buf.len();
+            self.large_pages_bytes -= in_pages(seg.buf.len());
         }
         self.trim_fifo();
         seg
@@ -177,6 +186,11 @@ impl SegTable {
 
     pub fn large_bytes(&self) -> usize {
         self.large_bytes
+    }
+
+    /// [`large_bytes`](Self::large_bytes) in whole 4 KiB pages per object.
+    pub fn large_pages_bytes(&self) -> usize {
+        self.large_pages_bytes
     }
 
     /// The item bytes starting at `off` in segment `id`.
