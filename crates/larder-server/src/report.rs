@@ -288,11 +288,9 @@ fn settings(srv: &Server, out: &mut Vec<u8>) {
     stat_str(out, "maxconns_fast", yes_no(s.maxconns_fast));
     stat_str(out, "flush_enabled", yes_no(s.flush_enabled));
     stat_str(out, "dump_enabled", yes_no(s.dump_enabled));
-    stat_str(out, "watch_enabled", yes_no(s.watch_enabled));
     stat_u64(out, "idle_timeout", s.idle_timeout as u64);
     stat_u64(out, "watcher_logbuf_size", s.watcher_logbuf_size as u64);
     stat_u64(out, "worker_logbuf_size", s.worker_logbuf_size as u64);
-    stat_str(out, "larder_segment_size", &st.segment_size.to_string());
 }
 
 fn items(srv: &Server, now: Time, out: &mut Vec<u8>) {
