@@ -200,6 +200,15 @@ impl ObserverWorker {
         self.bigkeys.on_remove(key);
     }
 
+    /// A failed `set` dropped the key's old item (memcached does that): it
+    /// leaves its prefix's items and bytes and the big-key list, and counts
+    /// as no delete, eviction or expiry.
+    #[inline]
+    pub fn on_drop(&mut self, key: &[u8], item_bytes: u64) {
+        self.prefixes.on_drop(key, item_bytes);
+        self.bigkeys.on_remove(key);
+    }
+
     /// An expired or flushed item was reclaimed.
     #[inline]
     pub fn on_expire(&mut self, key: &[u8], item_bytes: u64) {

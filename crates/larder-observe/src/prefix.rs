@@ -1149,6 +1149,14 @@ impl PrefixWorker {
         }
     }
 
+    /// An item left without a delete, eviction or expiry (a failed `set`
+    /// dropped it): only `items` and `bytes` move.
+    #[inline]
+    pub fn on_drop(&mut self, key: &[u8], item_bytes: u64) {
+        let (s, cell) = self.slot_of(key);
+        self.remove(s, cell, item_bytes);
+    }
+
     /// The store evicted an item.
     #[inline]
     pub fn on_evict(&mut self, key: &[u8], item_bytes: u64) {

@@ -318,7 +318,8 @@ fn store(
 /// client never reads back data it just tried to overwrite.
 pub fn forget_on_failed_set(srv: &Server, mode: Mode, key: &[u8], now: Time) {
     if mode == Mode::Set {
-        srv.store.delete(key, now);
+        // reported to the departure hook (per-prefix bytes stay exact)
+        srv.store.drop_after_failed_set(key, now);
     }
 }
 

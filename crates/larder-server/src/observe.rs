@@ -23,10 +23,6 @@
 //!
 //! Known gaps (each leaves per-prefix `bytes`/`items` off by the items
 //! concerned, nothing else):
-//! * a `set` that fails as too large or out of memory drops the old value
-//!   (as memcached does) without telling the observer;
-//! * the meta `md … I` fallback that deletes when there is no room for the
-//!   stale copy is not reported;
 //! * an item vivified by `mg … N` with an explicit CAS (`E`) is counted 8
 //!   bytes short (the server sizes it without the CAS field);
 //! * meta commands (`mg ms md`) count in memcached's `stats detail` counters
@@ -81,6 +77,7 @@ pub fn install_departure_hook(srv: &Server) {
             with_worker(|w| match why {
                 Departure::Evicted => w.on_evict(key, bytes),
                 Departure::Expired | Departure::Flushed => w.on_expire(key, bytes),
+                Departure::Dropped => w.on_drop(key, bytes),
                 Departure::Moved => w.on_resize(key, bytes, 0),
             })
         }

@@ -235,3 +235,54 @@ fn big_key_and_hammered_key_lead_their_lists() {
     assert_eq!(b["bigkey:1:key"], "blob:4", "{b:?}");
     assert_eq!(num(&b, "bigkeys_tracked"), 5, "{b:?}");
 }
+
+/// Sums of the `stats prefixes` rows against the store's own figures.
+fn rows_match_the_store(c: &mut Client) {
+    let p = map(c.stats("prefixes"));
+    let st = map(c.stats(""));
+    let sum = |suffix: &str| -> i64 { p.iter().filter(|(k, _)| k.ends_with(suffix)).map(|(_, v)| v.parse::<i64>().unwrap()).sum() };
+    assert_eq!(sum(":bytes"), num(&st, "bytes"), "{p:?}");
+    assert_eq!(sum(":items"), num(&st, "curr_items"), "{p:?}");
+}
+
+/// A `set` that fails drops the key's old value, as memcached does; the
+/// prefix rows and the big-key list follow (they did not: the drop was a
+/// plain store delete nobody reported). Too large at parse time, out of
+/// memory under `-M`, and the meta `md … I` fallback share that path.
+#[test]
+fn failed_sets_that_drop_the_old_value_keep_the_rows_exact() {
+    let l = Larder::start(&["-t", "2", "-m", "8", "-M", "-I", "1m"]);
+    let mut c = l.connect();
+    set(&mut c, "item:a", &"a".repeat(2000));
+    set(&mut c, "item:b", "b");
+    assert_eq!(num(&map(c.stats("bigkeys")), "bigkeys_tracked"), 1);
+    // too large (over -I): SERVER_ERROR, and item:a is gone
+    let big = "x".repeat(2 << 20);
+    c.expect(format!("set item:a 0 0 {}\r\n{big}\r\n", big.len()).as_bytes(), b"SERVER_ERROR object too large for cache\r\n");
+    c.expect(b"get item:a\r\n", b"END\r\n");
+    let p = map(c.stats("prefixes"));
+    assert_eq!(num(&p, "prefix:item:items"), 1, "{p:?}");
+    assert_eq!(num(&p, "prefix:item:deletes"), 0, "a drop is not a delete");
+    assert_eq!(num(&map(c.stats("bigkeys")), "bigkeys_tracked"), 0);
+    rows_match_the_store(&mut c);
+
+    // out of memory (-M): fill, then overwrite item:b with a value that
+    // cannot fit; item:b is dropped
+    let value = "f".repeat(500_000);
+    let mut i = 0;
+    loop {
+        c.send(format!("set fill:{i} 0 0 {}\r\n{value}\r\n", value.len()).as_bytes());
+        let reply = c.line();
+        if reply != "STORED\r\n" {
+            assert_eq!(reply, "SERVER_ERROR out of memory storing object\r\n");
+            break;
+        }
+        i += 1;
+        assert!(i < 100, "-m 8 -M never ran out");
+    }
+    c.send(format!("set item:b 0 0 {}\r\n{value}\r\n", value.len()).as_bytes());
+    assert_eq!(c.line(), "SERVER_ERROR out of memory storing object\r\n");
+    c.expect(b"get item:b\r\n", b"END\r\n");
+    assert_eq!(num(&map(c.stats("prefixes")), "prefix:item:items"), 0);
+    rows_match_the_store(&mut c);
+}

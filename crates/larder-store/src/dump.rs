@@ -32,6 +32,10 @@ pub enum Departure {
     Evicted,
     Expired,
     Flushed,
+    /// A `set` that could not be stored (too large, out of memory) dropped
+    /// the key's old value, as memcached does, so that no client reads
+    /// data it just tried to overwrite. No client asked for that removal.
+    Dropped,
     /// Not a departure: eviction (a survivor) or compaction moved the item
     /// and it now stores its CAS, so it grew; the hook's byte count is by
     /// how much. Byte accounting that follows sets and departures adds it,
@@ -68,6 +72,7 @@ pub(crate) fn report(hook: &DepartureHook, key: &[u8], h: &crate::item::Header, 
         Why::Evicted => Departure::Evicted,
         Why::Expired => Departure::Expired,
         Why::Flushed => Departure::Flushed,
+        Why::Dropped => Departure::Dropped,
         Why::Replaced | Why::Deleted => return,
     };
     hook(key, h.total() as u64, d, &departed(h));

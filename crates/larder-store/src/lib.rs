@@ -386,7 +386,7 @@ impl Store {
         {
             // memcached drops the old value of a failed set, never serving stale data.
             if let (Mode::Set, Some((pos, loc))) = (mode, old) {
-                l.g.unlink(pos, loc, Why::Deleted, &self.pool);
+                l.g.unlink(pos, loc, Why::Dropped, &self.pool);
             }
             return StoreResult::TooLarge;
         }
@@ -440,7 +440,7 @@ impl Store {
             if mode == Mode::Set {
                 // Looked up again: eviction may have moved the old item.
                 if let Found::Live(pos, old) = l.g.lookup(h, key, now, &self.pool) {
-                    l.g.unlink(pos, old, Why::Deleted, &self.pool);
+                    l.g.unlink(pos, old, Why::Dropped, &self.pool);
                 }
             }
             return StoreResult::OutOfMemory;
@@ -474,12 +474,24 @@ impl Store {
 
     /// Remove a key; whether a live item was removed.
     pub fn delete(&self, key: &[u8], now: Time) -> bool {
+        self.unlink_key(key, now, Why::Deleted)
+    }
+
+    /// After a `set` of `key` failed (too large, out of memory): removes
+    /// the old value, as memcached does, and reports it to the departure
+    /// hook as [`Departure::Dropped`] (no client deleted it). Whether there
+    /// was one.
+    pub fn drop_after_failed_set(&self, key: &[u8], now: Time) -> bool {
+        self.unlink_key(key, now, Why::Dropped)
+    }
+
+    fn unlink_key(&self, key: &[u8], now: Time, why: Why) -> bool {
         let h = self.hasher.hash(key);
         let mut l = self.lock(h, now);
         match l.g.lookup(h, key, now, &self.pool) {
             Found::Live(pos, loc) => {
                 dump::note(0, l.g.header(loc).total() as u64);
-                l.g.unlink(pos, loc, Why::Deleted, &self.pool);
+                l.g.unlink(pos, loc, why, &self.pool);
                 true
             }
             _ => false,

@@ -162,7 +162,8 @@ impl Store {
             // No room for the copy: deleting is the safe fallback, a reader
             // then misses instead of reading a value known to be stale.
             if let Some(pos) = l.g.index.find_loc(h, old) {
-                l.g.unlink(pos, old, Why::Deleted, &self.pool);
+                // reported to the departure hook: no client deleted it
+                l.g.unlink(pos, old, Why::Dropped, &self.pool);
             }
             return DeleteOutcome::Deleted;
         };

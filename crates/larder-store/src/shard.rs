@@ -88,6 +88,8 @@ pub(crate) enum Found {
 pub(crate) enum Why {
     Replaced,
     Deleted,
+    /// A `set` that failed (too large, no memory) dropped the old value.
+    Dropped,
     Expired,
     Flushed,
     Evicted,
@@ -287,7 +289,7 @@ impl Shard {
                 self.st.evictions += 1;
                 self.st.evicted_unfetched += !h.fetched as u64;
             }
-            Why::Replaced | Why::Deleted => {}
+            Why::Replaced | Why::Deleted | Why::Dropped => {}
         }
     }
 
