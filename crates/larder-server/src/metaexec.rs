@@ -61,7 +61,7 @@ fn get(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: &MetaRequest<'_>, now
             won: m.won,
         };
         meta::mg_hit(out, req, &item);
-        (m.created, m.item.value.len(), larder_store::item_bytes(req.key().len(), m.item.value.len(), m.item.flags))
+        (m.created, m.item.value.len(), m.size)
     });
     // A vivified item (N) was a miss.
     crate::logger::fetched(srv, req.key(), &found, |h| (!h.0).then_some(h.1));

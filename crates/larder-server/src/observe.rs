@@ -21,10 +21,11 @@
 //!   call is then a single predictable branch (used to measure what the
 //!   accounting costs).
 //!
-//! Known gaps (each leaves per-prefix `bytes`/`items` off by the items
-//! concerned, nothing else):
-//! * an item vivified by `mg … N` with an explicit CAS (`E`) is counted 8
-//!   bytes short (the server sizes it without the CAS field);
+//! Per-prefix `items`/`bytes` follow the store exactly: every way an item
+//! arrives, grows or leaves is reported (storage commands here, evictions,
+//! expiries, moves and the old values failed sets drop through the store's
+//! departure hook), and the rows always sum to `stats` `curr_items`/`bytes`
+//! (tests/observe.rs). Differences from memcached and costs to know:
 //! * meta commands (`mg ms md`) count in memcached's `stats detail` counters
 //!   here; memcached counts only text and binary get/set/delete there.
 //! * The big-key list takes its own lock for writes of items at least

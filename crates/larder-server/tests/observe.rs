@@ -286,3 +286,18 @@ fn failed_sets_that_drop_the_old_value_keep_the_rows_exact() {
     assert_eq!(num(&map(c.stats("prefixes")), "prefix:item:items"), 0);
     rows_match_the_store(&mut c);
 }
+
+/// `mg … N` vivifies a missing key into an empty item; with `E` it stores
+/// the given CAS (8 bytes more). The prefix rows charge what the store
+/// charges (they were 8 bytes short with `E`).
+#[test]
+fn vivified_items_are_charged_exactly() {
+    let l = Larder::start(&["-t", "1"]);
+    let mut c = l.connect();
+    c.expect(b"mg viv:1 N30 s v\r\n", b"VA 0 s0 W\r\n\r\n");
+    c.expect(b"mg viv:2 N30 E987654321 c v\r\n", b"VA 0 c987654321 W\r\n\r\n");
+    c.expect(b"mg viv:2 c\r\n", b"HD c987654321 Z\r\n");
+    let p = map(c.stats("prefixes"));
+    assert_eq!(num(&p, "prefix:viv:items"), 2, "{p:?}");
+    rows_match_the_store(&mut c);
+}

@@ -69,6 +69,9 @@ pub struct MetaItem<'a> {
     pub created: bool,
     /// The item's key was stored base64-encoded (meta `b`).
     pub key_binary: bool,
+    /// Bytes the store charges for the item (header, key, value; its CAS
+    /// field when it stores one): what per-prefix accounting adds.
+    pub size: u64,
 }
 
 impl Store {
@@ -128,6 +131,7 @@ impl Store {
             won,
             created,
             key_binary: before.key_binary,
+            size: before.total() as u64,
         };
         Lookup::Hit(read(&view))
     }
