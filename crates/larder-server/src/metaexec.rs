@@ -175,7 +175,11 @@ fn delete(srv: &Server, ws: &WorkerStats, obs: &mut Obs, req: &MetaRequest<'_>, 
     } else {
         srv.store.delete_if(key, now, f.cas)
     };
-    // md I marks the item stale and keeps it: not a removal.
+    // md I marks the item stale and keeps it, as a copy in a new place
+    // (which may store its CAS): not a removal, maybe a resize.
+    if invalidate && outcome == DeleteOutcome::Deleted {
+        obs.resized(key);
+    }
     obs.deleted(key, outcome == DeleteOutcome::Deleted && !invalidate);
     let status = match outcome {
         DeleteOutcome::Deleted => {

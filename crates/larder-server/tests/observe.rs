@@ -301,3 +301,18 @@ fn vivified_items_are_charged_exactly() {
     assert_eq!(num(&p, "prefix:viv:items"), 2, "{p:?}");
     rows_match_the_store(&mut c);
 }
+
+/// `md … I` keeps the item as a stale copy in a new place (with `E`, one
+/// that stores the CAS): the rows still sum to the store's figures.
+#[test]
+fn invalidated_copies_keep_the_rows_exact() {
+    let l = Larder::start(&["-t", "1"]);
+    let mut c = l.connect();
+    set(&mut c, "inv:1", "value");
+    set(&mut c, "inv:2", "value");
+    c.expect(b"md inv:1 I\r\n", b"HD\r\n");
+    c.expect(b"md inv:2 I E5555\r\n", b"HD\r\n");
+    rows_match_the_store(&mut c);
+    c.expect(b"md inv:2 I T30\r\n", b"HD\r\n");
+    rows_match_the_store(&mut c);
+}

@@ -169,6 +169,7 @@ impl Store {
                 // reported to the departure hook: no client deleted it
                 l.g.unlink(pos, old, Why::Dropped, &self.pool);
             }
+            crate::dump::note(0, 0);
             return DeleteOutcome::Deleted;
         };
         let voff = item::encode_cas(l.g.item_bytes_mut(loc), key, oh.vlen, oh.flags, oh.exptime, now, new_cas);
@@ -179,6 +180,8 @@ impl Store {
             l.g.set_exptime(loc, e);
         }
         l.g.commit(h, loc, Some(old), false, &self.env(now));
+        // The copy may be bigger (a stored CAS): `last_sizes` for the caller.
+        crate::dump::note(l.g.header(loc).total() as u64, l.g.last_replaced);
         DeleteOutcome::Deleted
     }
 
