@@ -316,3 +316,65 @@ fn invalidated_copies_keep_the_rows_exact() {
     c.expect(b"md inv:2 I T30\r\n", b"HD\r\n");
     rows_match_the_store(&mut c);
 }
+
+/// The rows-sum property under a random mix of every command that adds,
+/// grows, shrinks or removes items (text and meta), with values from tiny
+/// to over `-I`, in a small cache that evicts, compacts and expires.
+#[test]
+fn rows_sum_to_the_store_under_a_random_mix() {
+    let l = Larder::start(&["-t", "2", "-m", "8", "-I", "256k", "-o", "debugtime"]);
+    let mut c = l.connect();
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    let prefixes = ["a", "bb", "user", "sess", "x"];
+    for round in 0..40 {
+        let mut req = Vec::new();
+        for _ in 0..500 {
+            let key = format!("{}:{}", prefixes[next(5) as usize], next(300));
+            let len = match next(10) {
+                0 => 300_000, // over -I: the set fails and drops the old value
+                1..=3 => next(20_000) as usize,
+                _ => next(200) as usize,
+            };
+            let value = "v".repeat(len);
+            let ttl = if next(4) == 0 { 2 } else { 0 };
+            let line = match next(12) {
+                0..=3 => format!("set {key} 0 {ttl} {len} noreply\r\n{value}\r\n"),
+                4 => format!("add {key} 0 {ttl} {len} noreply\r\n{value}\r\n"),
+                5 => format!("append {key} 0 0 {len} noreply\r\n{value}\r\n"),
+                6 => format!("prepend {key} 0 0 {len} noreply\r\n{value}\r\n"),
+                7 => format!("set {key} 0 0 2 noreply\r\n{}\r\nincr {key} {} noreply\r\n", next(90) + 10, next(1 << 40)),
+                8 => format!("delete {key} noreply\r\n"),
+                9 => format!("mg {key} N30 E{} q\r\n", next(1 << 40) + 1),
+                10 => format!("md {key} I q{}\r\n", if next(2) == 0 { " E77" } else { "" }),
+                _ => format!("ms {key} {len} T{ttl} q\r\n{value}\r\n"),
+            };
+            req.extend_from_slice(line.as_bytes());
+        }
+        c.send(&req);
+        c.send(b"mn\r\n");
+        // What quiet mode and noreply still send (errors, meta hits) comes
+        // before MN; a bare ERROR would mean this test sent a bad command.
+        loop {
+            let line = c.line();
+            if line == "MN\r\n" {
+                break;
+            }
+            assert_ne!(line, "ERROR\r\n", "round {round}");
+            if let Some(n) = line.strip_prefix("VA ").and_then(|r| r.split(' ').next()).and_then(|n| n.trim_end().parse::<usize>().ok()) {
+                c.exact(n + 2);
+            }
+        }
+        if round % 10 == 9 {
+            c.expect(b"debugtime 3\r\n", b"OK\r\n");
+        }
+        rows_match_the_store(&mut c);
+    }
+    let st = map(c.stats(""));
+    assert!(num(&st, "evictions") > 0, "the mix should evict: {st:?}");
+}
