@@ -804,7 +804,7 @@ mod tests {
         assert!(text.ends_with("\r\nEND\r\n"));
     }
 
-    /// Three reads of a 10 MiB value among 400 000 small ones, sampled 1 in
+    /// Four reads of a 10 MiB value among 400 000 small ones, sampled 1 in
     /// 1000: the big value's bytes are exact and it tops the bytes list.
     #[test]
     fn large_responses_are_never_sampled_out() {
