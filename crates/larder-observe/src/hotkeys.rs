@@ -614,46 +614,39 @@ impl HotKeysWorker {
         // sampling: a few reads of a 10 MiB value are the heaviest bytes
         // hitter and sampling would miss them. Their cost is bounded by
         // the bytes sent (one offer per EXACT_BYTES or more).
-        let sampled_bytes = if bytes_sent >= EXACT_BYTES {
-            self.offer_bytes(key, bytes_sent, now);
-            0
-        } else {
-            bytes_sent
-        };
+        let exact_bytes = if bytes_sent >= EXACT_BYTES { bytes_sent } else { 0 };
         if self.skip > 0 {
             self.skip -= 1;
+            if exact_bytes > 0 {
+                self.offer(key, 0, exact_bytes, now);
+            }
             return;
         }
-        self.offer(key, sampled_bytes, now);
+        let s = self.rate;
+        let bytes = if exact_bytes > 0 { exact_bytes } else { bytes_sent.saturating_mul(s) };
+        self.offer(key, s, bytes, now);
         if self.adaptive {
             self.adapt(now);
         }
         self.draw();
     }
 
+    /// Adds `requests` to the key's request count and `bytes` to its bytes
+    /// (already weighted; 0: that summary is left alone), under one lock.
     #[cold]
-    fn offer(&mut self, key: &[u8], bytes_sent: u64, now: u64) {
-        let s = self.rate;
+    fn offer(&mut self, key: &[u8], requests: u64, bytes: u64, now: u64) {
         let key = &key[..key.len().min(KEY_MAX)];
         let h = hash_bytes(key);
         let mut g = self.inner.lock().unwrap();
         rotate(&mut g, now, self.half);
         let cur = g.cur;
         let e = &mut g.epochs[cur];
-        e.requests.offer_hashed(key, h, s);
-        if bytes_sent > 0 {
-            e.bytes.offer_hashed(key, h, bytes_sent.saturating_mul(s));
+        if requests > 0 {
+            e.requests.offer_hashed(key, h, requests);
         }
-    }
-
-    /// A large response, into the bytes summary with its exact weight.
-    #[cold]
-    fn offer_bytes(&mut self, key: &[u8], bytes_sent: u64, now: u64) {
-        let key = &key[..key.len().min(KEY_MAX)];
-        let mut g = self.inner.lock().unwrap();
-        rotate(&mut g, now, self.half);
-        let cur = g.cur;
-        g.epochs[cur].bytes.offer_hashed(key, hash_bytes(key), bytes_sent);
+        if bytes > 0 {
+            e.bytes.offer_hashed(key, h, bytes);
+        }
     }
 
     fn set_rate(&mut self, rate: u64) {

@@ -13,6 +13,7 @@ use crate::server::Server;
 use crate::stats::{rusage, stat_f64, VERSION};
 use larder_proto::reply::{self, stat_str, stat_u64};
 use larder_store::Time;
+use std::io::Write;
 
 pub fn stats(srv: &Server, args: &[u8], now: Time, out: &mut Vec<u8>) {
     let mut words = args.split(|&b| b == b' ').filter(|w| !w.is_empty());
@@ -99,12 +100,16 @@ fn cachedump(srv: &Server, args: &[&[u8]], now: Time, out: &mut Vec<u8>) {
                 return;
             }
             let expiry = if it.exptime == 0 { 0 } else { (it.exptime as i64 + to_unix).max(0) };
-            let line = format!("ITEM {} [{} b; {} s]\r\n", String::from_utf8_lossy(key), it.value_len, expiry);
-            if out.len() - start + line.len() + 5 > CACHEDUMP_MAX {
+            // Written in place; taken back if it would pass the cap.
+            let before = out.len();
+            out.extend_from_slice(b"ITEM ");
+            out.extend_from_slice(key);
+            let _ = write!(out, " [{} b; {} s]\r\n", it.value_len, expiry);
+            if out.len() - start + 5 > CACHEDUMP_MAX {
+                out.truncate(before);
                 full = true;
                 return;
             }
-            out.extend_from_slice(line.as_bytes());
             shown += 1;
         });
         match step {
