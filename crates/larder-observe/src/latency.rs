@@ -143,10 +143,7 @@ impl LatencyWorker {
     /// Records one request that took `ns` nanoseconds.
     #[inline]
     pub fn record(&mut self, ns: u64) {
-        let c = &self.b.counts[bucket_of(ns)];
-        c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-        let s = &self.b.sum;
-        s.store(s.load(Ordering::Relaxed).wrapping_add(ns), Ordering::Relaxed);
+        self.record_n(ns, 1);
     }
 
     /// Records `n` requests that took `ns` nanoseconds each: the same as
