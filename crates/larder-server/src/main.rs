@@ -9,14 +9,12 @@
 
 #[cfg(feature = "alloc-count")]
 mod alloc_count;
-mod binexec;
 mod clock;
 mod config;
 mod exec;
 mod grace;
 mod listen;
 mod logger;
-mod metaexec;
 mod metrics;
 mod observe;
 mod registry;
@@ -25,6 +23,7 @@ mod server;
 mod session;
 mod stats;
 mod udp;
+mod wire;
 mod worker;
 
 use config::{Command, Settings};

@@ -25,12 +25,13 @@
 //! `logger.rs`) and anything pipelined behind the command is dropped, as
 //! memcached ignores it.
 
-use crate::exec::{execute, triage, After, Step};
+use crate::exec::{After, Ctx};
+use crate::wire::binary::{self as binwire, BinStep};
+use crate::wire::text::{execute, triage, Step};
 use crate::registry::{ConnInfo, ConnState};
 use crate::observe::Obs;
 use crate::server::Server;
 use crate::stats::{bump, WorkerStats};
-use crate::binexec::{self, BinStep};
 use crate::config::Protocol;
 use crate::logger::{CloseReason, Reserved};
 use larder_proto::{binary, parse, AdminCommand, Request};
@@ -374,12 +375,13 @@ impl Session {
                 };
             }
             if self.wire == Wire::Binary {
-                match binexec::triage(srv, ws, binary::parse(buf, &srv.limits), now, &mut self.wbuf) {
+                let mut cx = Ctx::new(srv, ws, obs, now);
+                match binwire::triage(&mut cx, binary::parse(buf, &srv.limits), &mut self.wbuf) {
                     BinStep::Run(request, consumed) => {
                         *allowance -= 1;
                         self.served += 1;
                         let quit = request.opcode.command() == binary::Command::Quit;
-                        let after = binexec::execute(srv, ws, obs, request, now, &mut self.wbuf);
+                        let after = binwire::execute(&mut cx, request, &mut self.wbuf);
                         self.rstart += consumed;
                         if after == After::Close {
                             if quit {
@@ -411,7 +413,8 @@ impl Session {
                 }
                 continue;
             }
-            match triage(srv, ws, parse(buf, &srv.limits), now, &mut self.wbuf) {
+            let mut cx = Ctx::new(srv, ws, obs, now);
+            match triage(&mut cx, parse(buf, &srv.limits), &mut self.wbuf) {
                 Step::Run(Request::Admin { command: AdminCommand::LruCrawler, args }, consumed)
                     if args.starts_with(b"metadump") =>
                 {
@@ -435,7 +438,7 @@ impl Session {
                     *allowance -= 1;
                     self.served += 1;
                     let quit = matches!(request, Request::Quit);
-                    let after = execute(srv, ws, obs, request, now, &mut self.wbuf);
+                    let after = execute(&mut cx, request, &mut self.wbuf);
                     self.rstart += consumed;
                     if after == After::Close {
                         if quit {

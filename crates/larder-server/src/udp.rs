@@ -7,11 +7,12 @@
 //! the total count. Requests spanning several datagrams are dropped, as
 //! memcached drops them.
 
-use crate::exec::{execute, triage, Step};
+use crate::exec::Ctx;
+use crate::wire::binary::{self as binwire, BinStep};
+use crate::wire::text::{execute, triage, Step};
 use crate::observe::Obs;
 use crate::server::Server;
 use crate::stats::{bump, WorkerStats};
-use crate::binexec::{self, BinStep};
 use larder_proto::{binary, parse};
 use larder_store::Time;
 use mio::net::UdpSocket;
@@ -61,10 +62,11 @@ impl UdpHandler {
             while pos < n {
                 if is_binary {
                     let parsed = binary::parse(&self.rbuf[pos..n], &srv.limits);
-                    match binexec::triage(srv, ws, parsed, now, &mut self.out) {
+                    let mut cx = Ctx::new(srv, ws, obs, now);
+                    match binwire::triage(&mut cx, parsed, &mut self.out) {
                         BinStep::Run(request, consumed) => {
                             pos += consumed;
-                            let _ = binexec::execute(srv, ws, obs, request, now, &mut self.out);
+                            let _ = binwire::execute(&mut cx, request, &mut self.out);
                         }
                         BinStep::Skip { consumed, swallow, close } => {
                             pos += consumed + swallow;
@@ -77,10 +79,11 @@ impl UdpHandler {
                     continue;
                 }
                 let parsed = parse(&self.rbuf[pos..n], &srv.limits);
-                match triage(srv, ws, parsed, now, &mut self.out) {
+                let mut cx = Ctx::new(srv, ws, obs, now);
+                match triage(&mut cx, parsed, &mut self.out) {
                     Step::Run(request, consumed) => {
                         pos += consumed;
-                        let _ = execute(srv, ws, obs, request, now, &mut self.out);
+                        let _ = execute(&mut cx, request, &mut self.out);
                     }
                     Step::Skip { consumed, swallow } => pos += consumed + swallow,
                     Step::Wait(_) | Step::Close => break,

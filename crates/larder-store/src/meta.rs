@@ -187,9 +187,11 @@ impl Store {
 
     /// A get for grace mode: an item that expired less than `grace` seconds
     /// ago is still returned (and kept), with `true` meaning "expired, in
-    /// grace". The server decides who refills it; the store only keeps the
-    /// old value readable until a set replaces it or a delete removes it.
-    pub fn get_graced<R>(&self, key: &[u8], now: Time, grace: Time, read: impl FnOnce(&Item<'_>) -> R) -> Lookup<(R, bool)> {
+    /// grace" (passed to `read`, which runs under the shard lock, so the
+    /// caller can decide there whether to serve the stale value). The server
+    /// decides who refills it; the store only keeps the old value readable
+    /// until a set replaces it or a delete removes it.
+    pub fn get_graced<R>(&self, key: &[u8], now: Time, grace: Time, read: impl FnOnce(&Item<'_>, bool) -> R) -> Lookup<R> {
         let h = self.hasher.hash(key);
         let mut l = self.lock(h, now);
         match l.g.lookup_graced(h, key, now, grace, &self.pool) {
@@ -200,7 +202,7 @@ impl Store {
                     item::set_fetched(bytes);
                     item::set_atime(bytes, now);
                 }
-                Lookup::Hit((read(&l.g.item(loc)), in_grace))
+                Lookup::Hit(read(&l.g.item(loc), in_grace))
             }
             (Found::Expired, _) => Lookup::Expired,
             (Found::Flushed, _) => Lookup::Flushed,
@@ -293,7 +295,7 @@ mod tests {
     fn grace_keeps_an_expired_value_readable_until_replaced_or_deleted() {
         let s = store();
         s.store(Mode::Set, b"k", 0, 110, b"old", 100);
-        let graced = |s: &Store, now| match s.get_graced(b"k", now, 30, |i| i.value.to_vec()) {
+        let graced = |s: &Store, now| match s.get_graced(b"k", now, 30, |i, stale| (i.value.to_vec(), stale)) {
             Lookup::Hit(x) => Some(x),
             _ => None,
         };

@@ -1,0 +1,90 @@
+//! One executor per command, shared by every protocol.
+//!
+//! The text, meta and binary front ends (`crate::wire`) only parse and
+//! encode. What a command *does* — which store call it makes, grace mode,
+//! the `-C` flush second, CAS rules, what a failed `set` drops, which
+//! counters move, what `watch` and the per-prefix accounting are told — is
+//! decided here, once:
+//!
+//! | module      | commands (text / meta / binary)                              |
+//! |-------------|--------------------------------------------------------------|
+//! | [`read`]    | get gets gat gats / mg me / GET GETQ GETK GETKQ GAT GATQ …   |
+//! | [`store`]   | set add replace append prepend cas / ms / SET ADD REPLACE …  |
+//! | [`delete`]  | delete / md / DELETE DELETEQ                                 |
+//! | [`arith`]   | incr decr / ma / INCREMENT DECREMENT (and their quiet forms) |
+//! | [`touch`]   | touch / — / TOUCH                                            |
+//! | [`flush`]   | flush_all / — / FLUSH FLUSHQ                                 |
+//! | [`admin`]   | version verbosity shutdown cache_memlimit debugtime …        |
+//!
+//! An executor takes the request context ([`Ctx`]) and the command's
+//! arguments in the store's terms (expiry already converted to server
+//! time), and returns the outcome for the front end to encode. Only reads
+//! take an encoder: a hit's bytes are borrowed from the store under its
+//! shard lock, so the front end's closure encodes them there, without a
+//! copy.
+//!
+//! Each executor records its command once, from the outcome: counters
+//! (`stats`), `watch` lines (`trace::watch`), per-prefix/hot-key accounting
+//! (`trace::observe`) and the grace-mode winner table.
+
+pub mod admin;
+pub mod arith;
+pub mod delete;
+pub mod flush;
+pub mod read;
+pub mod store;
+pub mod touch;
+
+use crate::observe::Obs;
+use crate::server::Server;
+use crate::stats::WorkerStats;
+use larder_store::Time;
+
+/// Everything a command runs with: the server, the calling worker's
+/// counters and accounting, and the request's server time.
+pub struct Ctx<'a> {
+    pub srv: &'a Server,
+    pub ws: &'a WorkerStats,
+    pub obs: &'a mut Obs,
+    pub now: Time,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn new(srv: &'a Server, ws: &'a WorkerStats, obs: &'a mut Obs, now: Time) -> Ctx<'a> {
+        Ctx { srv, ws, obs, now }
+    }
+
+    /// The CAS a client may see: 0 under `-C`.
+    #[inline]
+    pub fn visible_cas(&self, cas: u64) -> u64 {
+        if self.srv.settings.cas_enabled {
+            cas
+        } else {
+            0
+        }
+    }
+
+    /// Whether every lookup must miss as flushed: under `-C`, memcached
+    /// cannot tell items stored in the second of an immediate `flush_all`
+    /// from earlier ones and hides them all (see `Server::flush_all`).
+    /// Every executor that looks an item up asks this, whatever protocol
+    /// the request came in.
+    #[inline]
+    pub fn in_flush_second(&self) -> bool {
+        self.srv.in_nocas_flush_second(self.now)
+    }
+
+    /// A client-given relative or absolute expiry, in server time.
+    #[inline]
+    pub fn expiry(&self, exptime: i64) -> Time {
+        self.srv.clock.expiry(exptime)
+    }
+}
+
+/// What the connection should do after a request.
+#[derive(Debug, PartialEq, Eq)]
+pub enum After {
+    Continue,
+    /// `quit`, or an error after which memcached closes the connection.
+    Close,
+}

@@ -1,0 +1,191 @@
+//! Reads: `get gets gat gats` (text), `GET`/`GAT` and their quiet and
+//! key-echoing forms (binary), `mg` and `me` (meta).
+//!
+//! The rules every protocol's read follows, decided only here:
+//! * Under `-C`, the second of an immediate `flush_all` hides every item
+//!   ([`Ctx::in_flush_second`]).
+//! * Grace mode (`-o grace`) serves an expired value to plain readers
+//!   (text `get`/`gets`, binary `GET`…), except to the one reader chosen to
+//!   refill it, who is told it missed. Reads that touch (`gat`) never see
+//!   stale values. Meta `mg` is not graced: the meta protocol has its own,
+//!   explicit stale-while-revalidate (`N`, `R`, `W`/`X`/`Z`), and a meta
+//!   client must see the store's truth to use it.
+//! * The hit's bytes are encoded by the front end's closure under the
+//!   store's shard lock (no copy); a winner's stale value is never encoded.
+
+use super::Ctx;
+use crate::grace::Verdict;
+use crate::stats::bump;
+use larder_store::{item_bytes, Item, Lookup, MetaGet, MetaItem, Time};
+
+/// One key of a get-family read; `touch`: the new expiry of a `gat`.
+/// `encode` writes a hit (with the CAS the client may see); the caller
+/// answers a miss. Returns whether it hit.
+pub fn read(cx: &mut Ctx<'_>, key: &[u8], touch: Option<Time>, encode: impl FnOnce(&Item<'_>, u64)) -> bool {
+    let srv = cx.srv;
+    let now = cx.now;
+    bump(&cx.ws.cmd_get, 1);
+    let cas_enabled = srv.settings.cas_enabled;
+    let visible = |cas: u64| if cas_enabled { cas } else { 0 };
+    // (value length, item bytes) of a hit, for the observer and watch.
+    let sizes = |item: &Item<'_>| (item.value.len(), item_bytes(key.len(), item.value.len(), item.flags));
+    let grace = if touch.is_none() { srv.settings.grace.for_key(key) } else { 0 };
+    let found = if cx.in_flush_second() {
+        Lookup::Flushed
+    } else if grace > 0 {
+        graced(cx, key, grace, encode)
+    } else {
+        let write = |item: &Item<'_>| {
+            encode(item, visible(item.cas));
+            sizes(item)
+        };
+        match touch {
+            None => srv.store.get(key, now, write),
+            Some(exp) => srv.store.get_and_touch(key, now, exp, write),
+        }
+    };
+    crate::logger::fetched(srv, key, &found, |h| Some(h.0));
+    let ws = cx.ws;
+    match &found {
+        Lookup::Hit((vlen, bytes)) => {
+            cx.obs.get(key, Some(*vlen), now);
+            if let Some(exp) = touch {
+                cx.obs.touched(key, *bytes, now, exp);
+            }
+        }
+        _ => cx.obs.get(key, None, now),
+    }
+    let hit = matches!(found, Lookup::Hit(_));
+    if touch.is_some() {
+        bump(&ws.cmd_touch, 1);
+        bump(if hit { &ws.touch_hits } else { &ws.touch_misses }, 1);
+    } else if hit {
+        bump(&ws.get_hits, 1);
+    } else {
+        bump(&ws.get_misses, 1);
+        match found {
+            Lookup::Expired => bump(&ws.get_expired, 1),
+            Lookup::Flushed => bump(&ws.get_flushed, 1),
+            _ => {}
+        }
+    }
+    hit
+}
+
+/// A read under grace mode. The stale-or-not decision and the winner
+/// election happen under the shard lock, before anything is encoded, so a
+/// winner's reply never carries the stale value.
+fn graced(cx: &mut Ctx<'_>, key: &[u8], grace: Time, encode: impl FnOnce(&Item<'_>, u64)) -> Lookup<(usize, u64)> {
+    let srv = cx.srv;
+    let now = cx.now;
+    let cas_enabled = srv.settings.cas_enabled;
+    let mut verdict = None;
+    let found = srv.store.get_graced(key, now, grace, |item, stale| {
+        if stale {
+            let v = srv.winners.on_stale_read(key, now, srv.settings.grace.lease);
+            let serve = v == Verdict::Serve;
+            verdict = Some(v);
+            if !serve {
+                return None;
+            }
+        }
+        encode(item, if cas_enabled { item.cas } else { 0 });
+        Some((item.value.len(), item_bytes(key.len(), item.value.len(), item.flags)))
+    });
+    match verdict {
+        Some(Verdict::Serve) => bump(&cx.ws.grace_hits, 1),
+        Some(Verdict::WinAfterTimeout) => {
+            bump(&cx.ws.grace_wins, 1);
+            bump(&cx.ws.grace_winner_timeouts, 1);
+        }
+        Some(Verdict::Win) => bump(&cx.ws.grace_wins, 1),
+        None => {}
+    }
+    match found {
+        Lookup::Hit(Some(sizes)) => Lookup::Hit(sizes),
+        // This reader refills: to it the key missed (as expired).
+        Lookup::Hit(None) => Lookup::Expired,
+        Lookup::Miss => Lookup::Miss,
+        Lookup::Expired => Lookup::Expired,
+        Lookup::Flushed => Lookup::Flushed,
+    }
+}
+
+/// What a meta get found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetaRead {
+    Hit,
+    /// The key was missing and `N` created it (a miss that returns an item).
+    Created,
+    /// A miss; the caller answers it.
+    Miss,
+}
+
+/// `mg`: a read with the meta protocol's options (see [`MetaGet`]).
+/// `encode` writes the item (hit or vivified) under the shard lock.
+pub fn meta_get(cx: &mut Ctx<'_>, key: &[u8], opts: &MetaGet, encode: impl FnOnce(&MetaItem<'_>)) -> MetaRead {
+    let srv = cx.srv;
+    let now = cx.now;
+    let ws = cx.ws;
+    bump(&ws.cmd_get, 1);
+    if opts.touch.is_some() {
+        bump(&ws.cmd_touch, 1);
+    }
+    let found = if cx.in_flush_second() {
+        Lookup::Flushed
+    } else {
+        srv.store.meta_get(key, now, opts, |m| {
+            encode(m);
+            (m.created, m.item.value.len(), m.size)
+        })
+    };
+    // A vivified item (N) was a miss.
+    crate::logger::fetched(srv, key, &found, |h| (!h.0).then_some(h.1));
+    match found {
+        Lookup::Hit((true, _, bytes)) => {
+            cx.obs.get(key, None, now);
+            cx.obs.created(key, bytes, now, opts.vivify.unwrap_or(0));
+            bump(&ws.get_misses, 1);
+            MetaRead::Created
+        }
+        Lookup::Hit((false, vlen, bytes)) => {
+            cx.obs.get(key, Some(vlen), now);
+            bump(&ws.get_hits, 1);
+            if let Some(exp) = opts.touch {
+                cx.obs.touched(key, bytes, now, exp);
+                bump(&ws.touch_hits, 1);
+            }
+            MetaRead::Hit
+        }
+        miss => {
+            cx.obs.get(key, None, now);
+            bump(&ws.get_misses, 1);
+            match miss {
+                Lookup::Expired => bump(&ws.get_expired, 1),
+                Lookup::Flushed => bump(&ws.get_flushed, 1),
+                _ => {}
+            }
+            if opts.touch.is_some() {
+                bump(&ws.touch_misses, 1);
+            }
+            MetaRead::Miss
+        }
+    }
+}
+
+/// `me`: what the store knows about one item, without counting an access.
+/// Returns whether it was there.
+pub fn inspect(cx: &mut Ctx<'_>, key: &[u8], encode: impl FnOnce(&MetaItem<'_>)) -> bool {
+    let srv = cx.srv;
+    let found = if cx.in_flush_second() {
+        Lookup::Flushed
+    } else {
+        let opts = MetaGet { bump: false, ..MetaGet::default() };
+        srv.store.meta_get(key, cx.now, &opts, |m| {
+            encode(m);
+            m.item.value.len()
+        })
+    };
+    crate::logger::fetched(srv, key, &found, |n| Some(*n));
+    matches!(found, Lookup::Hit(_))
+}

@@ -1,0 +1,95 @@
+//! Writes: `set add replace append prepend cas` (text), `ms` (meta),
+//! `SET ADD REPLACE APPEND PREPEND` and their quiet forms (binary).
+//!
+//! Every protocol's write is a [`Write`]: a store mode and the store's
+//! [`WriteOptions`] (a CAS to compare, meta `I`/`b`/`E`). The rules, once:
+//! * A failed `set` (too large, out of memory) drops the key's old value,
+//!   as memcached does, so a client never reads back what it just tried to
+//!   overwrite.
+//! * A stored write ends the key's grace round (its winner is forgotten).
+//! * `cmd_set` counts every write that reached the store, not the refused
+//!   ones; `cas_*` count CAS stores (text `cas`, meta `ms … C` on a set or
+//!   replace, binary stores with a CAS), not conditional appends.
+
+use super::Ctx;
+use crate::stats::bump;
+use larder_observe::watch::StoreCmd;
+use larder_store::{Mode, StoreResult, Time, WriteOptions};
+
+/// One storage command in the store's terms.
+pub struct Write<'a> {
+    pub mode: Mode,
+    pub key: &'a [u8],
+    pub flags: u32,
+    /// Server time (0: never).
+    pub exptime: Time,
+    pub data: &'a [u8],
+    pub opts: WriteOptions,
+}
+
+impl Write<'_> {
+    /// A compare-and-swap store (counted in `cas_*`, logged as `cmd=cas`).
+    fn is_cas(&self) -> bool {
+        matches!(self.mode, Mode::Cas(_)) || (matches!(self.mode, Mode::Set | Mode::Replace) && self.opts.cas.is_some())
+    }
+}
+
+/// Execute a storage command.
+pub fn store(cx: &mut Ctx<'_>, w: &Write<'_>) -> StoreResult {
+    let srv = cx.srv;
+    let now = cx.now;
+    let ws = cx.ws;
+    let prior = crate::logger::before_store(srv, w.key, now, w.mode);
+    let result = srv.store.meta_store(w.mode, w.key, w.flags, w.exptime, w.data, now, &w.opts);
+    let cmd = crate::logger::store_cmd(w.mode, w.opts.cas.is_some());
+    crate::logger::after_store(srv, w.key, prior, cmd, &result, w.exptime, w.data.len(), now);
+    match result {
+        StoreResult::Stored(_) => {
+            srv.note_write(w.key);
+            cx.obs.stored(w.key, now, w.exptime);
+        }
+        _ => cx.obs.set_failed(w.key),
+    }
+    match result {
+        StoreResult::TooLarge => {
+            bump(&ws.store_too_large, 1);
+            drop_after_failed_set(cx, w.mode, w.key);
+        }
+        StoreResult::OutOfMemory => {
+            bump(&ws.store_no_memory, 1);
+            drop_after_failed_set(cx, w.mode, w.key);
+        }
+        _ => bump(&ws.cmd_set, 1),
+    }
+    if w.is_cas() {
+        match result {
+            StoreResult::Stored(_) => bump(&ws.cas_hits, 1),
+            StoreResult::Exists => bump(&ws.cas_badval, 1),
+            StoreResult::NotFound => bump(&ws.cas_misses, 1),
+            _ => {}
+        }
+    }
+    result
+}
+
+/// A storage command refused before its data was read (the front end's
+/// parser saw a length over `-I`): count it, log it, and drop the old value
+/// of a `set` as a failed store would.
+pub fn refuse_too_large(cx: &mut Ctx<'_>, key: &[u8], cmd: StoreCmd) {
+    bump(&cx.ws.store_too_large, 1);
+    crate::logger::rejected_store(cx.srv, key, cmd, cx.now);
+    if cmd == StoreCmd::Set {
+        drop_after_failed_set(cx, Mode::Set, key);
+    }
+}
+
+/// memcached drops the old value when a `set` fails, so a client never
+/// reads back data it just tried to overwrite. (The store already drops it
+/// inside a failed set; this covers refusals before the store was asked.)
+fn drop_after_failed_set(cx: &mut Ctx<'_>, mode: Mode, key: &[u8]) {
+    if mode == Mode::Set {
+        // reported to the departure hook (per-prefix bytes stay exact)
+        cx.srv.store.drop_after_failed_set(key, cx.now);
+        cx.srv.note_write(key);
+    }
+}

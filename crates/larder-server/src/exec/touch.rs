@@ -1,0 +1,41 @@
+//! `touch` (text) and `TOUCH` (binary): set a live item's expiry.
+//! (`gat` and meta `mg … T` touch as part of a read: see `read.rs`.)
+
+use super::Ctx;
+use crate::stats::bump;
+use larder_store::{item_bytes, Lookup, Time};
+
+/// What a touch found: the item's client flags and visible CAS.
+#[derive(Clone, Copy, Debug)]
+pub struct Touched {
+    pub flags: u32,
+    pub cas: u64,
+}
+
+/// Give `key` the expiry `exptime` (server time); `None` if it is not there.
+pub fn touch(cx: &mut Ctx<'_>, key: &[u8], exptime: Time) -> Option<Touched> {
+    let srv = cx.srv;
+    let now = cx.now;
+    bump(&cx.ws.cmd_touch, 1);
+    let cas_enabled = srv.settings.cas_enabled;
+    let found = if cx.in_flush_second() {
+        Lookup::Flushed
+    } else {
+        srv.store.get_and_touch(key, now, exptime, |item| {
+            let touched = Touched { flags: item.flags, cas: if cas_enabled { item.cas } else { 0 } };
+            (touched, item_bytes(key.len(), item.value.len(), item.flags), item.value.len())
+        })
+    };
+    crate::logger::fetched(srv, key, &found, |h| Some(h.2));
+    match found {
+        Lookup::Hit((touched, bytes, _)) => {
+            cx.obs.touched(key, bytes, now, exptime);
+            bump(&cx.ws.touch_hits, 1);
+            Some(touched)
+        }
+        _ => {
+            bump(&cx.ws.touch_misses, 1);
+            None
+        }
+    }
+}

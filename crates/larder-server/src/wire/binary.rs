@@ -1,0 +1,224 @@
+//! The binary protocol's front end.
+//!
+//! The binary protocol is memcached's older framing (deprecated upstream but
+//! still spoken by some clients and by memcached's UDP tests). Replies echo
+//! the request's raw opcode and opaque; quiet opcodes stay silent on success
+//! (quiet gets: on a miss); errors are always sent. See
+//! `larder_proto::binary` for the per-opcode contract this follows.
+
+use crate::exec::{self, After, Ctx};
+use larder_observe::watch::StoreCmd;
+use larder_proto::binary::{self, BinParsed, BinRequest, Command, Extras, Status};
+use larder_store::{DeleteOutcome, Mode, StoreResult, WriteOptions};
+
+/// What to do with the bytes at the front of a binary connection's buffer.
+pub enum BinStep<'a> {
+    Run(BinRequest<'a>, usize),
+    Skip { consumed: usize, swallow: usize, close: bool },
+    Wait(Option<usize>),
+    Close,
+}
+
+/// Answer parse errors the way memcached does; pass requests through.
+pub fn triage<'a>(cx: &mut Ctx<'_>, parsed: BinParsed<'a>, out: &mut Vec<u8>) -> BinStep<'a> {
+    match parsed {
+        BinParsed::Request { request, consumed } => BinStep::Run(request, consumed),
+        BinParsed::Incomplete { needed } => BinStep::Wait(needed),
+        BinParsed::Error { response_status, opcode, opaque, consumed, swallow, close, unlink_key } => {
+            // Only a too-large set names its key (memcached 1.6.18 crashes
+            // logging a too-large binary store: see logger.rs; larder logs
+            // it like the text one).
+            match (unlink_key, response_status) {
+                (Some(key), _) => exec::store::refuse_too_large(cx, key, StoreCmd::Set),
+                (None, Status::TooLarge) => crate::stats::bump(&cx.ws.store_too_large, 1),
+                (None, _) => {}
+            }
+            binary::status_only(out, opcode, response_status, opaque);
+            BinStep::Skip { consumed, swallow, close }
+        }
+        BinParsed::Close => BinStep::Close,
+    }
+}
+
+pub fn execute(cx: &mut Ctx<'_>, req: BinRequest<'_>, out: &mut Vec<u8>) -> After {
+    let op = req.opcode;
+    let quiet = op.quiet();
+    let cas_arg = (req.cas != 0).then_some(req.cas);
+    match op.command() {
+        Command::Get | Command::Gat => {
+            let touch = match req.extras {
+                Extras::Touch { exptime } => Some(cx.expiry(exptime as i64)),
+                _ => None,
+            };
+            let hit = exec::read::read(cx, req.key, touch, |item, cas| {
+                binary::get_hit(out, op, req.opaque, cas, item.flags, req.key, item.value)
+            });
+            if !hit && !quiet {
+                binary::get_miss(out, op, req.opaque, req.key);
+            }
+        }
+        Command::Touch => {
+            let exp = match req.extras {
+                Extras::Touch { exptime } => cx.expiry(exptime as i64),
+                _ => 0,
+            };
+            match exec::touch::touch(cx, req.key, exp) {
+                Some(t) => binary::touch_hit(out, req.opaque, t.cas, t.flags),
+                None => binary::get_miss(out, op, req.opaque, req.key),
+            }
+        }
+        Command::Set | Command::Add | Command::Replace | Command::Append | Command::Prepend => store(cx, &req, out),
+        Command::Delete => match exec::delete::delete(cx, req.key, cas_arg, None) {
+            DeleteOutcome::Deleted if quiet => {}
+            DeleteOutcome::Deleted => binary::success(out, op, req.opaque, 0),
+            DeleteOutcome::NotFound => binary::status_only(out, op, Status::KeyNotFound, req.opaque),
+            DeleteOutcome::Exists => binary::status_only(out, op, Status::KeyExists, req.opaque),
+        },
+        Command::Increment | Command::Decrement => arith(cx, &req, out),
+        Command::Quit => {
+            if !quiet {
+                binary::success(out, op, req.opaque, 0);
+            }
+            return After::Close;
+        }
+        Command::Flush => {
+            let delay = match req.extras {
+                Extras::Flush { exptime } => exptime as i64,
+                _ => 0,
+            };
+            match exec::flush::flush_all(cx, delay) {
+                Err(exec::flush::NotAllowed) => binary::status_only(out, op, Status::AuthError, req.opaque),
+                Ok(()) if quiet => {}
+                Ok(()) => binary::success(out, op, req.opaque, 0),
+            }
+        }
+        Command::Noop => binary::success(out, op, req.opaque, 0),
+        Command::Version => binary::version(out, req.opaque, crate::stats::VERSION.as_bytes()),
+        Command::Stat => stat(cx, &req, out),
+    }
+    After::Continue
+}
+
+fn store(cx: &mut Ctx<'_>, req: &BinRequest<'_>, out: &mut Vec<u8>) {
+    let op = req.opcode;
+    let (flags, exptime) = match req.extras {
+        Extras::Store { flags, exptime } => (flags, cx.expiry(exptime as i64)),
+        _ => (0, 0),
+    };
+    // A non-zero CAS makes set/add/replace a compare-and-swap, and
+    // append/prepend conditional on it.
+    let mode = match (op.command(), req.cas) {
+        (Command::Set | Command::Add | Command::Replace, c) if c != 0 => Mode::Cas(c),
+        (Command::Set, _) => Mode::Set,
+        (Command::Add, _) => Mode::Add,
+        (Command::Replace, _) => Mode::Replace,
+        (Command::Append, _) => Mode::Append,
+        _ => Mode::Prepend,
+    };
+    let cas = (req.cas != 0 && matches!(mode, Mode::Append | Mode::Prepend)).then_some(req.cas);
+    let write = exec::store::Write {
+        mode,
+        key: req.key,
+        flags,
+        exptime,
+        data: req.value,
+        opts: WriteOptions { cas, ..WriteOptions::default() },
+    };
+    let status = match exec::store::store(cx, &write) {
+        StoreResult::Stored(cas) => {
+            if !op.quiet() {
+                binary::success(out, op, req.opaque, cx.visible_cas(cas));
+            }
+            return;
+        }
+        StoreResult::NotStored => match mode {
+            Mode::Add => Status::KeyExists,
+            Mode::Replace => Status::KeyNotFound,
+            _ => Status::NotStored,
+        },
+        StoreResult::Exists => Status::KeyExists,
+        StoreResult::NotFound => Status::KeyNotFound,
+        StoreResult::TooLarge => Status::TooLarge,
+        StoreResult::OutOfMemory => {
+            return binary::error_message(out, op, Status::OutOfMemory, req.opaque, binary::OOM_ITEM);
+        }
+    };
+    binary::status_only(out, op, status, req.opaque);
+}
+
+fn arith(cx: &mut Ctx<'_>, req: &BinRequest<'_>, out: &mut Vec<u8>) {
+    use exec::arith::Counted;
+    let op = req.opcode;
+    let Extras::Arith { delta, initial, exptime } = req.extras else {
+        return binary::status_only(out, op, Status::InvalidArguments, req.opaque);
+    };
+    let a = exec::arith::Arith {
+        key: req.key,
+        incr: op.command() == Command::Increment,
+        delta,
+        cas: (req.cas != 0).then_some(req.cas),
+        new_cas: None,
+        touch: None,
+        create: initial.map(|v| (v, cx.expiry(exptime as i64))),
+        key_binary: false,
+    };
+    match exec::arith::arith(cx, &a) {
+        Counted::Value { value, cas, .. } | Counted::Created { value, cas, .. } => {
+            if !op.quiet() {
+                binary::incr_result(out, op, req.opaque, cas, value);
+            }
+        }
+        Counted::NotFound => binary::status_only(out, op, Status::KeyNotFound, req.opaque),
+        Counted::Exists => binary::status_only(out, op, Status::KeyExists, req.opaque),
+        Counted::NonNumeric => binary::status_only(out, op, Status::NonNumeric, req.opaque),
+        Counted::OutOfMemory => binary::error_message(out, op, Status::OutOfMemory, req.opaque, binary::OOM_INCR),
+        Counted::CreateOutOfMemory => {
+            binary::error_message(out, op, Status::OutOfMemory, req.opaque, binary::OOM_NEW_ITEM)
+        }
+        Counted::CreateNotStored => binary::status_only(out, op, Status::NotStored, req.opaque),
+    }
+}
+
+/// `stat [group]`: the text report, re-framed as binary stat packets.
+fn stat(cx: &mut Ctx<'_>, req: &BinRequest<'_>, out: &mut Vec<u8>) {
+    let srv = cx.srv;
+    let group = req.key;
+    if group.starts_with(b"reset") {
+        exec::admin::reset_stats(cx);
+        binary::stat_end(out, req.opaque);
+        return;
+    }
+    // memcached compares the bytes after `detail` with " on", " off" and
+    // " dump" as prefixes, and answers anything else "not found".
+    if let Some(sub) = group.strip_prefix(b"detail") {
+        if sub.starts_with(b" dump") {
+            let mut dump = Vec::new();
+            srv.observer.prefixes.render_detail_dump(&mut dump);
+            binary::stat(out, req.opaque, b"detailed", &dump);
+        } else if sub.starts_with(b" on") || sub.starts_with(b" off") {
+            srv.observer.prefixes.set_detail(sub.starts_with(b" on"));
+        } else {
+            binary::status_only(out, req.opcode, Status::KeyNotFound, req.opaque);
+            return;
+        }
+        binary::stat_end(out, req.opaque);
+        return;
+    }
+    let known = [&b""[..], b"settings", b"items", b"slabs", b"sizes", b"conns", b"larder"];
+    if !known.contains(&group) {
+        binary::status_only(out, req.opcode, Status::KeyNotFound, req.opaque);
+        return;
+    }
+    let mut text = Vec::new();
+    crate::report::stats(srv, group, cx.now, &mut text);
+    for line in text.split(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let Some(rest) = line.strip_prefix(b"STAT ") else { continue };
+        let (name, value) = match rest.iter().position(|&b| b == b' ') {
+            Some(i) => (&rest[..i], &rest[i + 1..]),
+            None => (rest, &b""[..]),
+        };
+        binary::stat(out, req.opaque, name, value);
+    }
+    binary::stat_end(out, req.opaque);
+}

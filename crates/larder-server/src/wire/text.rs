@@ -1,0 +1,193 @@
+//! The text protocol's front end: parse outcomes to executor calls, and
+//! outcomes to memcached's reply lines.
+
+use crate::exec::{self, After, Ctx};
+use larder_proto::{reply, text, AdminCommand, Parsed, Request, StoreCommand};
+use larder_store::{DeleteOutcome, Mode, StoreResult, WriteOptions};
+
+/// Execute `req`, appending its reply (if any) to `out`.
+pub fn execute(cx: &mut Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
+    match req {
+        Request::Get { keys, cas } => {
+            for key in keys {
+                get_one(cx, key, cas, None, out);
+            }
+            out.extend_from_slice(reply::END);
+        }
+        Request::Gat { exptime, keys, cas } => {
+            let exp = cx.expiry(exptime);
+            for key in keys {
+                get_one(cx, key, cas, Some(exp), out);
+            }
+            out.extend_from_slice(reply::END);
+        }
+        Request::Store { command, key, flags, exptime, data, noreply } => {
+            let mode = match command {
+                StoreCommand::Set => Mode::Set,
+                StoreCommand::Add => Mode::Add,
+                StoreCommand::Replace => Mode::Replace,
+                StoreCommand::Append => Mode::Append,
+                StoreCommand::Prepend => Mode::Prepend,
+                StoreCommand::Cas(unique) => Mode::Cas(unique),
+            };
+            let write =
+                exec::store::Write { mode, key, flags, exptime: cx.expiry(exptime), data, opts: WriteOptions::default() };
+            let line = match exec::store::store(cx, &write) {
+                StoreResult::Stored(_) => reply::STORED,
+                StoreResult::NotStored => reply::NOT_STORED,
+                StoreResult::Exists => reply::EXISTS,
+                StoreResult::NotFound => reply::NOT_FOUND,
+                StoreResult::TooLarge => b"SERVER_ERROR object too large for cache\r\n",
+                StoreResult::OutOfMemory => b"SERVER_ERROR out of memory storing object\r\n",
+            };
+            if !noreply {
+                out.extend_from_slice(line);
+            }
+        }
+        Request::Delete { key, noreply } => {
+            let line = match exec::delete::delete(cx, key, None, None) {
+                DeleteOutcome::Deleted => reply::DELETED,
+                _ => reply::NOT_FOUND,
+            };
+            if !noreply {
+                out.extend_from_slice(line);
+            }
+        }
+        Request::Arith { key, incr, delta, noreply } => {
+            let a = exec::arith::Arith {
+                key,
+                incr,
+                delta,
+                cas: None,
+                new_cas: None,
+                touch: None,
+                create: None,
+                key_binary: false,
+            };
+            let outcome = exec::arith::arith(cx, &a);
+            if !noreply {
+                arith_reply(outcome, out);
+            }
+        }
+        Request::Touch { key, exptime, noreply } => {
+            let exp = cx.expiry(exptime);
+            let line = if exec::touch::touch(cx, key, exp).is_some() { reply::TOUCHED } else { reply::NOT_FOUND };
+            if !noreply {
+                out.extend_from_slice(line);
+            }
+        }
+        Request::FlushAll { delay, noreply } => match exec::flush::flush_all(cx, delay) {
+            // memcached refuses even under noreply.
+            Err(exec::flush::NotAllowed) => reply::line(out, "CLIENT_ERROR flush_all not allowed"),
+            Ok(()) if !noreply => out.extend_from_slice(reply::OK),
+            Ok(()) => {}
+        },
+        Request::Version => {
+            out.extend_from_slice(b"VERSION ");
+            out.extend_from_slice(crate::stats::VERSION.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        Request::Verbosity { level, noreply } => {
+            exec::admin::verbosity(cx, level);
+            if !noreply {
+                out.extend_from_slice(reply::OK);
+            }
+        }
+        Request::Quit => return After::Close,
+        Request::Stats { args } => crate::report::stats(cx.srv, args, cx.now, out),
+        Request::Shutdown { graceful: _ } => match exec::admin::shutdown(cx) {
+            Ok(()) => return After::Close,
+            Err(_) => reply::line(out, "ERROR: shutdown not enabled"),
+        },
+        Request::CacheMemlimit { megabytes, noreply } => {
+            use exec::admin::MemlimitRefused;
+            match exec::admin::cache_memlimit(cx, megabytes) {
+                Ok(()) if !noreply => out.extend_from_slice(reply::OK),
+                Ok(()) => {}
+                Err(MemlimitRefused::TooSmall) => {
+                    reply::line(out, "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m")
+                }
+                Err(MemlimitRefused::NotMegabytes) => {
+                    reply::line(out, "MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes")
+                }
+                Err(MemlimitRefused::Failed) if !noreply => reply::line(out, "SERVER_ERROR cannot change memory limit"),
+                Err(MemlimitRefused::Failed) => {}
+            }
+        }
+        Request::DebugTime { offset } => {
+            let ok = exec::admin::debug_time(cx, offset);
+            out.extend_from_slice(if ok { reply::OK } else { reply::ERROR });
+        }
+        Request::Meta(meta) => crate::wire::meta::execute(cx, &meta, out),
+        // `lru_crawler metadump` and `watch` take over the connection and
+        // are handled by the session before it gets here. The rest are
+        // memcached subsystems larder does not have (slab mover, LRU
+        // tuning, extstore, TLS): memcached's `ERROR` for an unknown command.
+        Request::Admin { command, args: _ } => match command {
+            AdminCommand::Slabs
+            | AdminCommand::Lru
+            | AdminCommand::LruCrawler
+            | AdminCommand::Watch
+            | AdminCommand::Extstore
+            | AdminCommand::RefreshCerts => out.extend_from_slice(reply::ERROR),
+        },
+    }
+    After::Continue
+}
+
+/// One key of a get/gets/gat/gats: the value line on a hit, nothing on a miss.
+fn get_one(cx: &mut Ctx<'_>, key: &[u8], cas: bool, touch: Option<larder_store::Time>, out: &mut Vec<u8>) {
+    exec::read::read(cx, key, touch, |item, visible_cas| {
+        reply::value(out, key, item.flags, item.value, cas.then_some(visible_cas))
+    });
+}
+
+fn arith_reply(outcome: exec::arith::Counted, out: &mut Vec<u8>) {
+    use exec::arith::Counted;
+    match outcome {
+        Counted::Value { value, .. } | Counted::Created { value, .. } => reply::number(out, value),
+        Counted::NotFound | Counted::Exists | Counted::CreateNotStored => out.extend_from_slice(reply::NOT_FOUND),
+        Counted::NonNumeric => reply::line(out, "CLIENT_ERROR cannot increment or decrement non-numeric value"),
+        Counted::OutOfMemory | Counted::CreateOutOfMemory => reply::line(out, "SERVER_ERROR out of memory"),
+    }
+}
+
+/// What to do with the bytes at the front of a buffer after parsing.
+pub enum Step<'a> {
+    /// Execute this request, then drop `consumed` bytes.
+    Run(Request<'a>, usize),
+    /// A rejected request already answered: drop `consumed`, then discard
+    /// `swallow` more bytes as they arrive.
+    Skip { consumed: usize, swallow: usize },
+    /// Wait for more bytes (`needed`: total the buffer must hold, if known).
+    Wait(Option<usize>),
+    Close,
+}
+
+/// Turn a parse outcome into a [`Step`], answering rejected requests the way
+/// memcached does (including what it does for a too-large `set`).
+pub fn triage<'a>(cx: &mut Ctx<'_>, parsed: Parsed<'a>, out: &mut Vec<u8>) -> Step<'a> {
+    match parsed {
+        Parsed::Request { request, consumed } => Step::Run(request, consumed),
+        Parsed::Incomplete { needed } => Step::Wait(needed),
+        Parsed::Error { error, consumed, swallow } => {
+            // memcached without -A refuses every shutdown line the same way.
+            let error = if error == text::INVALID_SHUTDOWN && !cx.srv.settings.enable_shutdown {
+                "ERROR: shutdown not enabled"
+            } else {
+                error
+            };
+            reply::line(out, error);
+            Step::Skip { consumed, swallow }
+        }
+        Parsed::Silent { consumed, swallow } => Step::Skip { consumed, swallow },
+        Parsed::TooLarge { command, key, noreply, consumed, swallow } => {
+            exec::store::refuse_too_large(cx, key, crate::logger::text_cmd(command));
+            if !noreply {
+                reply::line(out, text::TOO_LARGE);
+            }
+            Step::Skip { consumed, swallow }
+        }
+        Parsed::Close => Step::Close,
+    }
+}
