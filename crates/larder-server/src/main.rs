@@ -9,29 +9,20 @@
 
 #[cfg(feature = "alloc-count")]
 mod alloc_count;
-mod clock;
-mod config;
+mod admin;
+mod conn;
 mod exec;
-mod grace;
-mod listen;
-mod logger;
-mod metrics;
-mod observe;
-mod registry;
-mod report;
-mod server;
-mod session;
-mod stats;
-mod udp;
+mod net;
+mod state;
+mod trace;
 mod wire;
-mod worker;
 
-use config::{Command, Settings};
+use state::config::{self as config, Command, Settings};
 
 #[cfg(feature = "alloc-count")]
 #[global_allocator]
 static GLOBAL: alloc_count::Counting = alloc_count::Counting;
-use server::Server;
+use state::server::Server;
 use std::process::exit;
 use std::sync::Arc;
 
@@ -53,7 +44,7 @@ fn main() {
             return;
         }
         Ok(Command::Version) => {
-            println!("larder {} (memcached {} compatible)", env!("CARGO_PKG_VERSION"), stats::VERSION);
+            println!("larder {} (memcached {} compatible)", env!("CARGO_PKG_VERSION"), state::stats::VERSION);
             return;
         }
         Err(e) => {
@@ -85,10 +76,10 @@ fn run(settings: Settings) -> Result<(), String> {
         ..larder_store::Config::default()
     };
     let store = larder_store::Store::new(store_config).map_err(|e| format!("larder: {}", e.0))?;
-    let bound = listen::bind_all(&settings)?;
+    let bound = conn::listen::bind_all(&settings)?;
     let metrics_listener = match settings.observe.metrics_port {
         0 => None,
-        port => Some(metrics::bind(&settings.observe.metrics_addr, port)?),
+        port => Some(admin::metrics::bind(&settings.observe.metrics_addr, port)?),
     };
     drop_privileges(&settings)?;
     if let Some(pidfile) = &settings.pidfile {
@@ -101,20 +92,20 @@ fn run(settings: Settings) -> Result<(), String> {
 
     let listeners_count = bound.listeners.len() + bound.udp.len();
     let srv = Arc::new(Server::new(settings, store, listeners_count));
-    listen::register_listeners(&srv, &bound.listeners, &bound.udp);
-    observe::install_departure_hook(&srv);
+    conn::listen::register_listeners(&srv, &bound.listeners, &bound.udp);
+    trace::observe::install_departure_hook(&srv.store, &srv.log, srv.settings.observe.enabled, srv.settings.watch_enabled);
     if srv.settings.watch_enabled {
-        logger::start(srv.clone()).map_err(|e| format!("larder: cannot start the logger thread: {e}"))?;
+        trace::watch::start(srv.log.clone(), srv.clone()).map_err(|e| format!("larder: cannot start the logger thread: {e}"))?;
     }
     if let Some(l) = metrics_listener {
-        metrics::spawn(srv.clone(), l)?;
+        admin::metrics::spawn(srv.clone(), l)?;
     }
 
     let mut inboxes = Vec::new();
     let mut threads = Vec::new();
     for id in 0..srv.settings.threads {
-        let udp = listen::udp_for_worker(&bound.udp).map_err(|e| format!("larder: udp: {e}"))?;
-        let (worker, inbox) = worker::Worker::new(id, srv.clone(), udp).map_err(|e| format!("larder: worker: {e}"))?;
+        let udp = conn::listen::udp_for_worker(&bound.udp).map_err(|e| format!("larder: udp: {e}"))?;
+        let (worker, inbox) = conn::worker::Worker::new(id, srv.clone(), udp).map_err(|e| format!("larder: worker: {e}"))?;
         inboxes.push(inbox);
         threads.push(
             std::thread::Builder::new()
@@ -129,7 +120,7 @@ fn run(settings: Settings) -> Result<(), String> {
         let listeners = bound.listeners;
         std::thread::Builder::new()
             .name("larder-accept".into())
-            .spawn(move || listen::run_acceptor(srv, listeners, inboxes))
+            .spawn(move || conn::listen::run_acceptor(srv, listeners, inboxes))
             .map_err(|e| format!("larder: cannot start acceptor: {e}"))?
     };
     if srv.verbosity() > 0 {

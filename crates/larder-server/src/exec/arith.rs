@@ -8,7 +8,7 @@
 //! grace round like any write.
 
 use super::Ctx;
-use crate::stats::bump;
+use crate::state::stats::bump;
 use larder_store::{ArithOutcome, Mode, StoreResult, Time, WriteOptions};
 
 /// One incr/decr in the store's terms.
@@ -53,7 +53,7 @@ pub fn arith(cx: &mut Ctx<'_>, a: &Arith<'_>) -> Counted {
     let now = cx.now;
     let ws = cx.ws;
     let (hits, misses) = if a.incr { (&ws.incr_hits, &ws.incr_misses) } else { (&ws.decr_hits, &ws.decr_misses) };
-    crate::logger::fetch_first(srv, a.key, now);
+    crate::trace::watch::fetch_first(&srv.log, &srv.store, a.key, now);
     let outcome = if cx.in_flush_second() {
         ArithOutcome::NotFound
     } else {
@@ -91,10 +91,10 @@ fn create(cx: &mut Ctx<'_>, a: &Arith<'_>, initial: u64, exptime: Time) -> Count
     let mut digits = [0u8; 20];
     let text = decimal(initial, &mut digits);
     let opts = WriteOptions { new_cas: a.new_cas, key_binary: a.key_binary, ..WriteOptions::default() };
-    let prior = crate::logger::before_store(srv, a.key, now, Mode::Add);
+    let prior = crate::trace::watch::before_store(&srv.log, &srv.store, a.key, now, Mode::Add);
     let result = srv.store.meta_store(Mode::Add, a.key, 0, exptime, text, now, &opts);
     let cmd = larder_observe::watch::StoreCmd::Add;
-    crate::logger::after_store(srv, a.key, prior, cmd, &result, exptime, text.len(), now);
+    crate::trace::watch::after_store(&srv.log, a.key, prior, cmd, &result, exptime, text.len(), now);
     match result {
         StoreResult::Stored(cas) => {
             cx.obs.stored(a.key, now, exptime);

@@ -8,7 +8,7 @@
 //! store its CAS), not a removal.
 
 use super::Ctx;
-use crate::stats::bump;
+use crate::state::stats::bump;
 use larder_store::{DeleteOutcome, Time};
 
 /// `md … I`: mark stale instead of removing.
@@ -25,7 +25,7 @@ pub fn delete(cx: &mut Ctx<'_>, key: &[u8], cas: Option<u64>, invalidate: Option
     let srv = cx.srv;
     let now = cx.now;
     srv.note_write(key);
-    crate::logger::fetch_first(srv, key, now);
+    crate::trace::watch::fetch_first(&srv.log, &srv.store, key, now);
     let outcome = if cx.in_flush_second() {
         DeleteOutcome::NotFound
     } else if let Some(inv) = invalidate {

@@ -32,12 +32,13 @@ pub mod arith;
 pub mod delete;
 pub mod flush;
 pub mod read;
+pub mod report;
 pub mod store;
 pub mod touch;
 
-use crate::observe::Obs;
-use crate::server::Server;
-use crate::stats::WorkerStats;
+use crate::trace::observe::Obs;
+use crate::state::server::Server;
+use crate::state::stats::WorkerStats;
 use larder_store::Time;
 
 /// Everything a command runs with: the server, the calling worker's

@@ -14,8 +14,8 @@
 //!   store's shard lock (no copy); a winner's stale value is never encoded.
 
 use super::Ctx;
-use crate::grace::Verdict;
-use crate::stats::bump;
+use crate::state::grace::Verdict;
+use crate::state::stats::bump;
 use larder_store::{item_bytes, Item, Lookup, MetaGet, MetaItem, Time};
 
 /// One key of a get-family read; `touch`: the new expiry of a `gat`.
@@ -44,7 +44,7 @@ pub fn read(cx: &mut Ctx<'_>, key: &[u8], touch: Option<Time>, encode: impl FnOn
             Some(exp) => srv.store.get_and_touch(key, now, exp, write),
         }
     };
-    crate::logger::fetched(srv, key, &found, |h| Some(h.0));
+    crate::trace::watch::fetched(&srv.log, key, &found, |h| Some(h.0));
     let ws = cx.ws;
     match &found {
         Lookup::Hit((vlen, bytes)) => {
@@ -140,7 +140,7 @@ pub fn meta_get(cx: &mut Ctx<'_>, key: &[u8], opts: &MetaGet, encode: impl FnOnc
         })
     };
     // A vivified item (N) was a miss.
-    crate::logger::fetched(srv, key, &found, |h| (!h.0).then_some(h.1));
+    crate::trace::watch::fetched(&srv.log, key, &found, |h| (!h.0).then_some(h.1));
     match found {
         Lookup::Hit((true, _, bytes)) => {
             cx.obs.get(key, None, now);
@@ -186,6 +186,6 @@ pub fn inspect(cx: &mut Ctx<'_>, key: &[u8], encode: impl FnOnce(&MetaItem<'_>))
             m.item.value.len()
         })
     };
-    crate::logger::fetched(srv, key, &found, |n| Some(*n));
+    crate::trace::watch::fetched(&srv.log, key, &found, |n| Some(*n));
     matches!(found, Lookup::Hit(_))
 }

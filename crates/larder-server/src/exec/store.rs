@@ -12,7 +12,7 @@
 //!   replace, binary stores with a CAS), not conditional appends.
 
 use super::Ctx;
-use crate::stats::bump;
+use crate::state::stats::bump;
 use larder_observe::watch::StoreCmd;
 use larder_store::{Mode, StoreResult, Time, WriteOptions};
 
@@ -39,10 +39,10 @@ pub fn store(cx: &mut Ctx<'_>, w: &Write<'_>) -> StoreResult {
     let srv = cx.srv;
     let now = cx.now;
     let ws = cx.ws;
-    let prior = crate::logger::before_store(srv, w.key, now, w.mode);
+    let prior = crate::trace::watch::before_store(&srv.log, &srv.store, w.key, now, w.mode);
     let result = srv.store.meta_store(w.mode, w.key, w.flags, w.exptime, w.data, now, &w.opts);
-    let cmd = crate::logger::store_cmd(w.mode, w.opts.cas.is_some());
-    crate::logger::after_store(srv, w.key, prior, cmd, &result, w.exptime, w.data.len(), now);
+    let cmd = crate::trace::watch::store_cmd(w.mode, w.opts.cas.is_some());
+    crate::trace::watch::after_store(&srv.log, w.key, prior, cmd, &result, w.exptime, w.data.len(), now);
     match result {
         StoreResult::Stored(_) => {
             srv.note_write(w.key);
@@ -77,7 +77,7 @@ pub fn store(cx: &mut Ctx<'_>, w: &Write<'_>) -> StoreResult {
 /// of a `set` as a failed store would.
 pub fn refuse_too_large(cx: &mut Ctx<'_>, key: &[u8], cmd: StoreCmd) {
     bump(&cx.ws.store_too_large, 1);
-    crate::logger::rejected_store(cx.srv, key, cmd, cx.now);
+    crate::trace::watch::rejected_store(&cx.srv.log, &cx.srv.store, key, cmd, cx.now);
     if cmd == StoreCmd::Set {
         drop_after_failed_set(cx, Mode::Set, key);
     }

@@ -2,7 +2,7 @@
 //! (`gat` and meta `mg … T` touch as part of a read: see `read.rs`.)
 
 use super::Ctx;
-use crate::stats::bump;
+use crate::state::stats::bump;
 use larder_store::{item_bytes, Lookup, Time};
 
 /// What a touch found: the item's client flags and visible CAS.
@@ -26,7 +26,7 @@ pub fn touch(cx: &mut Ctx<'_>, key: &[u8], exptime: Time) -> Option<Touched> {
             (touched, item_bytes(key.len(), item.value.len(), item.flags), item.value.len())
         })
     };
-    crate::logger::fetched(srv, key, &found, |h| Some(h.2));
+    crate::trace::watch::fetched(&srv.log, key, &found, |h| Some(h.2));
     match found {
         Lookup::Hit((touched, bytes, _)) => {
             cx.obs.touched(key, bytes, now, exptime);

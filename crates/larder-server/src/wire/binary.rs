@@ -30,7 +30,7 @@ pub fn triage<'a>(cx: &mut Ctx<'_>, parsed: BinParsed<'a>, out: &mut Vec<u8>) ->
             // it like the text one).
             match (unlink_key, response_status) {
                 (Some(key), _) => exec::store::refuse_too_large(cx, key, StoreCmd::Set),
-                (None, Status::TooLarge) => crate::stats::bump(&cx.ws.store_too_large, 1),
+                (None, Status::TooLarge) => crate::state::stats::bump(&cx.ws.store_too_large, 1),
                 (None, _) => {}
             }
             binary::status_only(out, opcode, response_status, opaque);
@@ -93,7 +93,7 @@ pub fn execute(cx: &mut Ctx<'_>, req: BinRequest<'_>, out: &mut Vec<u8>) -> Afte
             }
         }
         Command::Noop => binary::success(out, op, req.opaque, 0),
-        Command::Version => binary::version(out, req.opaque, crate::stats::VERSION.as_bytes()),
+        Command::Version => binary::version(out, req.opaque, crate::state::stats::VERSION.as_bytes()),
         Command::Stat => stat(cx, &req, out),
     }
     After::Continue
@@ -210,7 +210,7 @@ fn stat(cx: &mut Ctx<'_>, req: &BinRequest<'_>, out: &mut Vec<u8>) {
         return;
     }
     let mut text = Vec::new();
-    crate::report::stats(srv, group, cx.now, &mut text);
+    crate::exec::report::stats(srv, group, cx.now, &mut text);
     for line in text.split(|&b| b == b'\n') {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let Some(rest) = line.strip_prefix(b"STAT ") else { continue };

@@ -2,7 +2,7 @@
 //! arguments, outcomes to meta replies (`larder_proto::meta` encodes them).
 
 use crate::exec::{self, Ctx};
-use crate::stats::bump;
+use crate::state::stats::bump;
 use larder_proto::meta::{self, MaItem, MaOutcome, MeItem, MetaCommand, MetaRequest, MetaStatus, MgItem};
 use larder_proto::{reply, StoreCommand};
 use larder_store::{DeleteOutcome, MetaGet, Mode, StoreResult, Time, WriteOptions};

@@ -84,7 +84,7 @@ pub fn execute(cx: &mut Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
         },
         Request::Version => {
             out.extend_from_slice(b"VERSION ");
-            out.extend_from_slice(crate::stats::VERSION.as_bytes());
+            out.extend_from_slice(crate::state::stats::VERSION.as_bytes());
             out.extend_from_slice(b"\r\n");
         }
         Request::Verbosity { level, noreply } => {
@@ -94,7 +94,7 @@ pub fn execute(cx: &mut Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
             }
         }
         Request::Quit => return After::Close,
-        Request::Stats { args } => crate::report::stats(cx.srv, args, cx.now, out),
+        Request::Stats { args } => crate::exec::report::stats(cx.srv, args, cx.now, out),
         Request::Shutdown { graceful: _ } => match exec::admin::shutdown(cx) {
             Ok(()) => return After::Close,
             Err(_) => reply::line(out, "ERROR: shutdown not enabled"),
@@ -182,7 +182,7 @@ pub fn triage<'a>(cx: &mut Ctx<'_>, parsed: Parsed<'a>, out: &mut Vec<u8>) -> St
         }
         Parsed::Silent { consumed, swallow } => Step::Skip { consumed, swallow },
         Parsed::TooLarge { command, key, noreply, consumed, swallow } => {
-            exec::store::refuse_too_large(cx, key, crate::logger::text_cmd(command));
+            exec::store::refuse_too_large(cx, key, crate::trace::watch::text_cmd(command));
             if !noreply {
                 reply::line(out, text::TOO_LARGE);
             }

@@ -9,8 +9,8 @@
 //! larder has no slab classes; `stats items` and `stats slabs` describe the
 //! whole store as one class (id 1) so tools that parse them keep working.
 
-use crate::server::Server;
-use crate::stats::{rusage, stat_f64, VERSION};
+use crate::state::server::Server;
+use crate::state::stats::{rusage, stat_f64, VERSION};
 use larder_proto::reply::{self, stat_str, stat_u64};
 use larder_store::Time;
 use std::io::Write;

@@ -78,11 +78,10 @@
 //! `cfd`. (memcached crashes on a too-large *binary* set while someone
 //! watches mutations; larder logs it like the text one.)
 
-use crate::registry::{ConnInfo, ConnState};
-use crate::server::Server;
-use crate::session::Stream;
+use crate::net::registry::{ConnInfo, ConnState};
+use crate::net::stream::Stream;
 use larder_observe::watch::{self as enc, GetStatus, StoreCmd, StoreStatus, Timestamp, WatchFlags};
-use larder_store::{DepartedItem, Lookup, Mode, StoreResult, Time};
+use larder_store::{DepartedItem, Lookup, Mode, Store, StoreResult, Time};
 use mio::{Events, Interest, Poll, Token, Waker};
 use std::cell::{Cell, RefCell};
 use std::io::{self, Read, Write};
@@ -452,8 +451,8 @@ pub struct Prior {
     exptime: Time,
 }
 
-fn peek(srv: &Server, key: &[u8], now: Time) -> Prior {
-    match srv.store.peek(key, now, |it| (it.value.len(), it.exptime)) {
+fn peek(store: &Store, key: &[u8], now: Time) -> Prior {
+    match store.peek(key, now, |it| (it.value.len(), it.exptime)) {
         Lookup::Hit((vlen, exptime)) => Prior { status: GetStatus::Found, vlen, exptime },
         Lookup::Miss => Prior { status: GetStatus::NotFound, vlen: 0, exptime: 0 },
         Lookup::Expired => Prior { status: GetStatus::Expired, vlen: 0, exptime: 0 },
@@ -464,35 +463,35 @@ fn peek(srv: &Server, key: &[u8], now: Time) -> Prior {
 /// A lookup's `item_get` line; `hit` gives a found item's value length, or
 /// `None` when the hit counts as a miss (an item `mg … N` just created).
 #[inline]
-pub fn fetched<R>(srv: &Server, key: &[u8], found: &Lookup<R>, hit: impl FnOnce(&R) -> Option<usize>) {
-    if srv.log.on(FETCHERS) {
+pub fn fetched<R>(log: &Logger, key: &[u8], found: &Lookup<R>, hit: impl FnOnce(&R) -> Option<usize>) {
+    if log.on(FETCHERS) {
         let (status, size) = match found {
             Lookup::Hit(r) => hit(r).map_or((GetStatus::NotFound, 0), |n| (GetStatus::Found, n)),
             Lookup::Miss => (GetStatus::NotFound, 0),
             Lookup::Expired => (GetStatus::Expired, 0),
             Lookup::Flushed => (GetStatus::Flushed, 0),
         };
-        srv.log.item_get(key, status, size);
+        log.item_get(key, status, size);
     }
 }
 
 /// The `item_get` of a command whose store call does not report what it
 /// found (delete, incr/decr, md, ma): looked up first.
 #[inline]
-pub fn fetch_first(srv: &Server, key: &[u8], now: Time) {
-    if srv.log.on(FETCHERS) {
-        let p = peek(srv, key, now);
-        srv.log.item_get(key, p.status, p.vlen);
+pub fn fetch_first(log: &Logger, store: &Store, key: &[u8], now: Time) {
+    if log.on(FETCHERS) {
+        let p = peek(store, key, now);
+        log.item_get(key, p.status, p.vlen);
     }
 }
 
 /// Before a storage command's store call: what its lookup will find, if a
 /// line will need it.
 #[inline]
-pub fn before_store(srv: &Server, key: &[u8], now: Time, mode: Mode) -> Option<Prior> {
+pub fn before_store(log: &Logger, store: &Store, key: &[u8], now: Time, mode: Mode) -> Option<Prior> {
     let concat = matches!(mode, Mode::Append | Mode::Prepend);
-    if srv.log.on(FETCHERS) || (concat && srv.log.on(MUTATIONS)) {
-        Some(peek(srv, key, now))
+    if log.on(FETCHERS) || (concat && log.on(MUTATIONS)) {
+        Some(peek(store, key, now))
     } else {
         None
     }
@@ -503,7 +502,7 @@ pub fn before_store(srv: &Server, key: &[u8], now: Time, mode: Mode) -> Option<P
 #[allow(clippy::too_many_arguments)]
 #[inline]
 pub fn after_store(
-    srv: &Server,
+    log: &Logger,
     key: &[u8],
     prior: Option<Prior>,
     cmd: StoreCmd,
@@ -512,14 +511,14 @@ pub fn after_store(
     vlen: usize,
     now: Time,
 ) {
-    if srv.log.on(FETCHERS | MUTATIONS) {
-        stored_slow(srv, key, prior, cmd, result, exptime, vlen, now);
+    if log.on(FETCHERS | MUTATIONS) {
+        stored_slow(log, key, prior, cmd, result, exptime, vlen, now);
     }
 }
 
 #[allow(clippy::too_many_arguments)]
 #[cold]
-fn stored_slow(srv: &Server, key: &[u8], prior: Option<Prior>, cmd: StoreCmd, result: &StoreResult, exptime: Time, vlen: usize, now: Time) {
+fn stored_slow(log: &Logger, key: &[u8], prior: Option<Prior>, cmd: StoreCmd, result: &StoreResult, exptime: Time, vlen: usize, now: Time) {
     let status = match result {
         StoreResult::Stored(_) => StoreStatus::Stored,
         StoreResult::NotStored => StoreStatus::NotStored,
@@ -531,11 +530,11 @@ fn stored_slow(srv: &Server, key: &[u8], prior: Option<Prior>, cmd: StoreCmd, re
     if matches!(status, StoreStatus::TooLarge | StoreStatus::NoMemory) {
         // memcached failed to allocate before looking: the store line, then
         // (set) the lookup that unlinks the old value.
-        refused(srv, key, prior, cmd, status);
+        refused(log, key, prior, cmd, status);
         return;
     }
     if let Some(p) = prior {
-        srv.log.item_get(key, p.status, p.vlen);
+        log.item_get(key, p.status, p.vlen);
     }
     // An append/prepend that stored made one item of both: the old one's
     // expiry, both lengths.
@@ -543,14 +542,14 @@ fn stored_slow(srv: &Server, key: &[u8], prior: Option<Prior>, cmd: StoreCmd, re
         (StoreStatus::Stored, StoreCmd::Append | StoreCmd::Prepend, Some(p)) => (p.exptime, p.vlen + vlen),
         _ => (exptime, vlen),
     };
-    srv.log.item_store(key, status, cmd, ttl(exptime, now), size);
+    log.item_store(key, status, cmd, ttl(exptime, now), size);
 }
 
-fn refused(srv: &Server, key: &[u8], prior: Option<Prior>, cmd: StoreCmd, status: StoreStatus) {
-    srv.log.item_store_refused(key, status, cmd);
+fn refused(log: &Logger, key: &[u8], prior: Option<Prior>, cmd: StoreCmd, status: StoreStatus) {
+    log.item_store_refused(key, status, cmd);
     if cmd == StoreCmd::Set {
         if let Some(p) = prior {
-            srv.log.item_get(key, p.status, p.vlen);
+            log.item_get(key, p.status, p.vlen);
         }
     }
 }
@@ -558,10 +557,10 @@ fn refused(srv: &Server, key: &[u8], prior: Option<Prior>, cmd: StoreCmd, status
 /// A storage command refused at parse time (too large), before the old
 /// value of a `set` is dropped.
 #[inline]
-pub fn rejected_store(srv: &Server, key: &[u8], cmd: StoreCmd, now: Time) {
-    if srv.log.on(FETCHERS | MUTATIONS) {
-        let prior = (cmd == StoreCmd::Set && srv.log.on(FETCHERS)).then(|| peek(srv, key, now));
-        refused(srv, key, prior, cmd, StoreStatus::TooLarge);
+pub fn rejected_store(log: &Logger, store: &Store, key: &[u8], cmd: StoreCmd, now: Time) {
+    if log.on(FETCHERS | MUTATIONS) {
+        let prior = (cmd == StoreCmd::Set && log.on(FETCHERS)).then(|| peek(store, key, now));
+        refused(log, key, prior, cmd, StoreStatus::TooLarge);
     }
 }
 
@@ -688,16 +687,24 @@ fn deregister(poll: &Poll, s: &mut Stream) {
 
 /// Start the logger thread (at server start unless `-W`: like memcached's,
 /// it sleeps until the first watcher arrives).
-pub fn start(srv: Arc<Server>) -> io::Result<()> {
+pub fn start(log: Arc<Logger>, host: Arc<dyn WatcherHost>) -> io::Result<()> {
     let poll = Poll::new()?;
     let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
-    lock(&srv.log.shared).waker = Some(waker);
-    std::thread::Builder::new().name("larder-log".into()).spawn(move || run(srv, poll))?;
+    lock(&log.shared).waker = Some(waker);
+    std::thread::Builder::new().name("larder-log".into()).spawn(move || run(&log, &*host, poll))?;
     Ok(())
 }
 
-fn run(srv: Arc<Server>, mut poll: Poll) {
-    let log = &srv.log;
+/// What the logger thread needs from the server that owns it.
+pub trait WatcherHost: Send + Sync {
+    /// The server is shutting down: the thread ends.
+    fn stopping(&self) -> bool;
+    /// A watcher's connection is about to close: forget it (registry,
+    /// `curr_connections`) while its fd is still ours.
+    fn watcher_closed(&self, info: &ConnInfo);
+}
+
+fn run(log: &Logger, host: &dyn WatcherHost, mut poll: Poll) {
     let mut watchers: Vec<Option<Watcher>> = (0..WATCHER_LIMIT).map(|_| None).collect();
     let mut events = Events::with_capacity(64);
     let mut threads: Vec<Arc<ThreadLog>> = Vec::new();
@@ -715,7 +722,7 @@ fn run(srv: Arc<Server>, mut poll: Poll) {
                 return;
             }
         }
-        if srv.stopping() {
+        if host.stopping() {
             return;
         }
         // Watchers that sent something or hung up.
@@ -729,14 +736,14 @@ fn run(srv: Arc<Server>, mut poll: Poll) {
             }
         }
         for slot in gone.drain(..) {
-            close(&srv, &poll, &mut watchers, slot);
+            close(log, host, &poll, &mut watchers, slot);
         }
         // New watchers.
         let new = std::mem::take(&mut lock(&log.shared).pending);
         for mut nw in new {
             let slot = nw.r.slot;
             if register(&poll, &mut nw.stream, Token(slot)).is_err() {
-                drop_watcher(&srv, nw.stream, &nw.info, slot);
+                drop_watcher(log, host, nw.stream, &nw.info, slot);
                 continue;
             }
             let mut out = Vec::with_capacity(log.watcher_buf);
@@ -768,7 +775,7 @@ fn run(srv: Arc<Server>, mut poll: Poll) {
         for slot in 0..WATCHER_LIMIT {
             if let Some(w) = &mut watchers[slot] {
                 if !w.flush() {
-                    close(&srv, &poll, &mut watchers, slot);
+                    close(log, host, &poll, &mut watchers, slot);
                 }
             }
         }
@@ -814,21 +821,20 @@ fn route(log: &Logger, batch: &[u8], watchers: &mut [Option<Watcher>]) {
     }
 }
 
-fn close(srv: &Server, poll: &Poll, watchers: &mut [Option<Watcher>], slot: usize) {
+fn close(log: &Logger, host: &dyn WatcherHost, poll: &Poll, watchers: &mut [Option<Watcher>], slot: usize) {
     if let Some(mut w) = watchers[slot].take() {
         deregister(poll, &mut w.stream);
-        drop_watcher(srv, w.stream, &w.info, slot);
+        drop_watcher(log, host, w.stream, &w.info, slot);
     }
 }
 
 /// Close a watcher's connection and give its slot back.
-fn drop_watcher(srv: &Server, stream: Stream, info: &ConnInfo, slot: usize) {
+fn drop_watcher(log: &Logger, host: &dyn WatcherHost, stream: Stream, info: &ConnInfo, slot: usize) {
     // Out of the registry while the fd is still ours (a new connection may
     // reuse the number as soon as it is closed).
-    srv.registry.remove(info.fd);
+    host.watcher_closed(info);
     drop(stream);
-    srv.stats.conns.curr_connections.fetch_sub(1, Relaxed);
-    srv.log.release(slot);
+    log.release(slot);
 }
 
 #[cfg(test)]

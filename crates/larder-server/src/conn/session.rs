@@ -28,18 +28,16 @@
 use crate::exec::{After, Ctx};
 use crate::wire::binary::{self as binwire, BinStep};
 use crate::wire::text::{execute, triage, Step};
-use crate::registry::{ConnInfo, ConnState};
-use crate::observe::Obs;
-use crate::server::Server;
-use crate::stats::{bump, WorkerStats};
-use crate::config::Protocol;
-use crate::logger::{CloseReason, Reserved};
+use crate::net::registry::{ConnInfo, ConnState};
+use crate::trace::observe::Obs;
+use crate::state::server::Server;
+use crate::state::stats::{bump, WorkerStats};
+use crate::state::config::Protocol;
+use crate::trace::watch::{CloseReason, Reserved};
+use crate::net::stream::Stream;
 use larder_proto::{binary, parse, AdminCommand, Request};
 use larder_store::Time;
-use mio::event::Source;
-use mio::net::{TcpStream, UnixStream};
-use mio::{Interest, Registry, Token};
-use std::io::{self, Read, Write};
+use std::io;
 use std::sync::Arc;
 
 /// Initial and resting size of each buffer.
@@ -50,56 +48,6 @@ const SHRINK_ABOVE: usize = 256 * 1024;
 const WRITE_HIGH_WATER: usize = 4 * 1024 * 1024;
 /// Bytes read per wake-up before yielding to other connections.
 const READ_BUDGET: usize = 1024 * 1024;
-
-/// A TCP or Unix-domain stream.
-pub enum Stream {
-    Tcp(TcpStream),
-    Unix(UnixStream),
-}
-
-impl Stream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Stream::Tcp(s) => s.read(buf),
-            Stream::Unix(s) => s.read(buf),
-        }
-    }
-
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Stream::Tcp(s) => s.write(buf),
-            Stream::Unix(s) => s.write(buf),
-        }
-    }
-
-    /// Register for reads only; write readiness is asked for only while
-    /// output is pending (see `Worker::sync_interest`): with edge-triggered
-    /// write interest always on, every ACK from the client would wake the
-    /// worker for nothing.
-    pub fn register(&mut self, registry: &Registry, token: Token) -> io::Result<()> {
-        let interest = Interest::READABLE;
-        match self {
-            Stream::Tcp(s) => s.register(registry, token, interest),
-            Stream::Unix(s) => s.register(registry, token, interest),
-        }
-    }
-
-    /// Change the readiness this stream is registered for.
-    pub fn reregister(&mut self, registry: &Registry, token: Token, write: bool) -> io::Result<()> {
-        let interest = if write { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
-        match self {
-            Stream::Tcp(s) => s.reregister(registry, token, interest),
-            Stream::Unix(s) => s.reregister(registry, token, interest),
-        }
-    }
-
-    pub fn deregister(&mut self, registry: &Registry) -> io::Result<()> {
-        match self {
-            Stream::Tcp(s) => s.deregister(registry),
-            Stream::Unix(s) => s.deregister(registry),
-        }
-    }
-}
 
 /// The protocol a connection speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -338,7 +286,7 @@ impl Session {
         self.info.set_state(ConnState::ParseCmd);
         // Set again below if the request at the front is still incomplete.
         self.need = 0;
-        crate::logger::enter(self.info.fd, now);
+        crate::trace::watch::enter(self.info.fd, now);
         loop {
             if self.swallow > 0 {
                 let n = self.swallow.min(self.rend - self.rstart);
@@ -600,11 +548,11 @@ fn watch_start(srv: &Server, args: &[u8], pipelined: bool, out: &mut Vec<u8>) ->
     };
     match srv.log.reserve(&flags) {
         Ok(r) => Some(r),
-        Err(crate::logger::Refused::TooMany) => {
+        Err(crate::trace::watch::Refused::TooMany) => {
             reply("WATCHER_TOO_MANY log watcher limit reached");
             None
         }
-        Err(crate::logger::Refused::Failed) => {
+        Err(crate::trace::watch::Refused::Failed) => {
             reply("WATCHER_FAILED failed to add log watcher");
             None
         }

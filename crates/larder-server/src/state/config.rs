@@ -53,7 +53,7 @@ pub struct Settings {
     pub lru_crawler: bool,
     pub lru_maintainer: bool,
     /// Grace mode (`-o grace=`, `grace_prefix=`, `grace_lease=`).
-    pub grace: crate::grace::GraceConfig,
+    pub grace: crate::state::grace::GraceConfig,
     /// Observability (`-o prefix_stats_max=`, `bigkeys=`, `hotkeys_window=`,
     /// `hotkeys_sample=`, `observe=off`).
     pub observe: ObserveSettings,
@@ -137,8 +137,8 @@ impl Default for Settings {
             flush_enabled: true,
             dump_enabled: true,
             watch_enabled: true,
-            worker_logbuf_size: crate::logger::WORKER_BUF_DEFAULT,
-            watcher_logbuf_size: crate::logger::WATCHER_BUF_DEFAULT,
+            worker_logbuf_size: crate::trace::watch::WORKER_BUF_DEFAULT,
+            watcher_logbuf_size: crate::trace::watch::WATCHER_BUF_DEFAULT,
             prefix_delimiter: b':',
             detail_enabled: false,
             idle_timeout: 0,
@@ -148,7 +148,7 @@ impl Default for Settings {
             coredumps: false,
             lru_crawler: true,
             lru_maintainer: true,
-            grace: crate::grace::GraceConfig { lease: 5, ..Default::default() },
+            grace: crate::state::grace::GraceConfig { lease: 5, ..Default::default() },
             observe: ObserveSettings::default(),
             warnings: Vec::new(),
         }
@@ -446,7 +446,7 @@ fn parse_extended<'a>(list: &'a str, s: &mut Settings) -> Result<(), UsageError>
             "relaxed_privileges" => s.relaxed_privileges = true,
             "grace" | "grace_lease" => {
                 let v = need(value)?;
-                let secs = crate::grace::parse_duration(v)
+                let secs = crate::state::grace::parse_duration(v)
                     .ok_or_else(|| UsageError(format!("larder: bad duration for -o {name}: '{v}'")))?;
                 if name == "grace" {
                     s.grace.default = secs;
@@ -459,7 +459,7 @@ fn parse_extended<'a>(list: &'a str, s: &mut Settings) -> Result<(), UsageError>
             "grace_prefix" => {
                 // prefix:duration; the prefix may itself contain ':'.
                 let v = need(value)?;
-                let parsed = v.rsplit_once(':').and_then(|(p, d)| Some((p, crate::grace::parse_duration(d)?)));
+                let parsed = v.rsplit_once(':').and_then(|(p, d)| Some((p, crate::state::grace::parse_duration(d)?)));
                 match parsed {
                     Some((p, secs)) if !p.is_empty() => s.grace.prefixes.push((p.as_bytes().to_vec(), secs)),
                     _ => return err(format!("larder: -o grace_prefix wants prefix:duration, got '{v}'")),
@@ -605,7 +605,7 @@ pub fn help_text() -> String {
    - debugtime:           (tests only) enable the debugtime clock command
 ",
         version = env!("CARGO_PKG_VERSION"),
-        compat = crate::stats::VERSION,
+        compat = crate::state::stats::VERSION,
     )
 }
 

@@ -10,9 +10,9 @@
 use crate::exec::Ctx;
 use crate::wire::binary::{self as binwire, BinStep};
 use crate::wire::text::{execute, triage, Step};
-use crate::observe::Obs;
-use crate::server::Server;
-use crate::stats::{bump, WorkerStats};
+use crate::trace::observe::Obs;
+use crate::state::server::Server;
+use crate::state::stats::{bump, WorkerStats};
 use larder_proto::{binary, parse};
 use larder_store::Time;
 use mio::net::UdpSocket;
@@ -37,7 +37,7 @@ impl UdpHandler {
 
     pub fn on_readable(&mut self, srv: &Server, ws: &WorkerStats, obs: &mut Obs, now: Time) {
         // `watch` lines name the UDP socket as the client (memcached's cfd).
-        crate::logger::enter(std::os::fd::AsRawFd::as_raw_fd(&self.socket), now);
+        crate::trace::watch::enter(std::os::fd::AsRawFd::as_raw_fd(&self.socket), now);
         loop {
             let (n, peer) = match self.socket.recv_from(&mut self.rbuf) {
                 Ok(r) => r,

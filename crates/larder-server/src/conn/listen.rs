@@ -6,11 +6,11 @@
 //! `rejected_connections`, as memcached does. Accepted connections are dealt
 //! round-robin to the workers.
 
-use crate::config::Settings;
-use crate::registry::{ConnInfo, ConnState};
-use crate::server::Server;
-use crate::session::Stream;
-use crate::worker::{Inbox, NewConn};
+use crate::state::config::Settings;
+use crate::net::registry::{ConnInfo, ConnState};
+use crate::state::server::Server;
+use crate::net::stream::Stream;
+use crate::conn::worker::{Inbox, NewConn};
 use mio::net::{TcpListener, UdpSocket, UnixListener};
 use mio::{Events, Interest, Poll, Token};
 use std::io::{self, Write};

@@ -21,7 +21,7 @@
 //!   resting per-connection buffers, 2 x 16 KiB; buffers grown for a large
 //!   request are not seen).
 
-use crate::server::Server;
+use crate::state::server::Server;
 use larder_observe::prometheus::{respond, write_stats, Exposition, HttpReply, MetricType};
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
@@ -74,8 +74,8 @@ fn serve(srv: &Server, mut s: TcpStream) {
 /// The exposition text.
 pub fn render(srv: &Server) -> String {
     let mut text = Vec::new();
-    crate::report::stats(srv, b"", srv.clock.now(), &mut text);
-    crate::report::stats(srv, b"larder", srv.clock.now(), &mut text);
+    crate::exec::report::stats(srv, b"", srv.clock.now(), &mut text);
+    crate::exec::report::stats(srv, b"larder", srv.clock.now(), &mut text);
     let text = String::from_utf8_lossy(&text);
     let mut memcached = Vec::new();
     let mut ours = Vec::new();
@@ -105,7 +105,7 @@ pub fn render(srv: &Server) -> String {
     e.sample("larder_memory_bytes", &[("category", "items")], st.bytes as f64);
     e.sample("larder_memory_bytes", &[("category", "index")], st.index_bytes as f64);
     e.sample("larder_memory_bytes", &[("category", "dead")], st.bytes_dead as f64);
-    let per_conn = 2 * crate::session::BUF_SIZE as u64;
+    let per_conn = 2 * crate::conn::session::BUF_SIZE as u64;
     e.sample("larder_memory_bytes", &[("category", "connections")], (conns * per_conn) as f64);
     e.finish()
 }

@@ -2,10 +2,10 @@
 //! the observer (per-prefix accounting, big/hot keys, latency), the socket
 //! registry and the shutdown switch.
 
-use crate::clock::Clock;
-use crate::config::Settings;
-use crate::registry::Registry;
-use crate::stats::ServerStats;
+use crate::state::clock::Clock;
+use crate::state::config::Settings;
+use crate::net::registry::Registry;
+use crate::state::stats::ServerStats;
 use larder_proto::Limits;
 use larder_store::Store;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
@@ -19,13 +19,13 @@ pub struct Server {
     pub registry: Registry,
     pub limits: Limits,
     /// Grace mode: who is refilling which expired key.
-    pub winners: crate::grace::Winners,
+    pub winners: crate::state::grace::Winners,
     /// Observability state shared by the workers (each has its own
     /// `ObserverWorker`, see `observe.rs`).
     pub observer: larder_observe::observer::Observer,
     /// `watch` log streams (`logger.rs`); shared with the store's departure
     /// hook, hence the Arc.
-    pub log: std::sync::Arc<crate::logger::Logger>,
+    pub log: std::sync::Arc<crate::trace::watch::Logger>,
     verbosity: AtomicU32,
     stopping: AtomicBool,
     /// With `-C`: the second of the last immediate `flush_all` (0 = none).
@@ -49,7 +49,7 @@ impl Server {
             ..Default::default()
         });
         observer.prefixes.set_detail(settings.detail_enabled);
-        let log = crate::logger::Logger::new(settings.watch_enabled, settings.worker_logbuf_size, settings.watcher_logbuf_size);
+        let log = crate::trace::watch::Logger::new(settings.watch_enabled, settings.worker_logbuf_size, settings.watcher_logbuf_size);
         Server {
             log: std::sync::Arc::new(log),
             verbosity: AtomicU32::new(settings.verbose),
@@ -59,7 +59,7 @@ impl Server {
             clock: Clock::new(),
             registry: Registry::default(),
             limits,
-            winners: crate::grace::Winners::new(),
+            winners: crate::state::grace::Winners::new(),
             observer,
             stopping: AtomicBool::new(false),
             nocas_flush_second: AtomicU32::new(0),
@@ -149,5 +149,17 @@ impl Server {
         self.observer.reset();
         self.log.reset_stats();
         *self.store_baseline.lock().unwrap() = self.store.stats();
+    }
+}
+
+/// The `watch` logger thread gives closed watcher connections back here.
+impl crate::trace::watch::WatcherHost for Server {
+    fn stopping(&self) -> bool {
+        Server::stopping(self)
+    }
+
+    fn watcher_closed(&self, info: &crate::net::registry::ConnInfo) {
+        self.registry.remove(info.fd);
+        self.stats.conns.curr_connections.fetch_sub(1, Relaxed);
     }
 }

@@ -13,12 +13,13 @@
 //! (`quiesce`), and it times requests with one clock reading per session
 //! event (see `observe.rs`).
 
-use crate::observe::Obs;
-use crate::registry::ConnInfo;
-use crate::server::Server;
-use crate::session::{Session, Status, Stream};
-use crate::stats::bump;
-use crate::udp::UdpHandler;
+use crate::trace::observe::Obs;
+use crate::net::registry::ConnInfo;
+use crate::state::server::Server;
+use crate::conn::session::{Session, Status};
+use crate::net::stream::Stream;
+use crate::state::stats::bump;
+use crate::conn::udp::UdpHandler;
 use mio::net::UdpSocket;
 use mio::{Events, Interest, Poll, Token, Waker};
 use std::sync::atomic::Ordering::Relaxed;
@@ -78,7 +79,7 @@ impl Worker {
             poll.registry().register(&mut sock, Token(UDP_BASE + i), Interest::READABLE)?;
             udp.push(UdpHandler::new(sock));
         }
-        let obs = Obs::new(&srv);
+        let obs = Obs::new(srv.settings.observe.enabled, srv.clock.unix_now() - srv.clock.now() as i64);
         let worker = Worker {
             id,
             srv,
@@ -95,7 +96,7 @@ impl Worker {
     }
 
     pub fn run(mut self) {
-        self.obs.attach(&self.srv);
+        self.obs.attach(&self.srv.observer);
         let mut events = Events::with_capacity(1024);
         // Sessions to run again next turn, and this turn's copy; swapped,
         // never re-created, so a yielding connection costs no allocation.
@@ -250,7 +251,7 @@ impl Worker {
     fn close_all(&mut self) {
         for slot in 0..self.sessions.len() {
             if let Some(s) = &mut self.sessions[slot] {
-                s.close_reason = crate::logger::CloseReason::Shutdown;
+                s.close_reason = crate::trace::watch::CloseReason::Shutdown;
             }
             self.close(slot);
         }
@@ -273,7 +274,7 @@ impl Worker {
         for slot in idle {
             bump(&self.srv.stats.workers[self.id].idle_kicks, 1);
             if let Some(s) = &mut self.sessions[slot] {
-                s.close_reason = crate::logger::CloseReason::IdleTimeout;
+                s.close_reason = crate::trace::watch::CloseReason::IdleTimeout;
             }
             self.close(slot);
         }

@@ -38,7 +38,7 @@
 //! what a client sees of the server; it does not include time queued in the
 //! kernel before the worker woke up.
 
-use crate::server::Server;
+use crate::trace::watch::Logger;
 use larder_observe::observer::ObserverWorker;
 use larder_store::{DepartedItem, Departure, Time};
 use std::cell::RefCell;
@@ -64,13 +64,13 @@ fn with_worker(f: impl FnOnce(&mut ObserverWorker)) {
 
 /// Report the store's evictions, expiries and flushes to the worker whose
 /// store call caused them, and evictions to `watch evictions` (logger.rs).
-pub fn install_departure_hook(srv: &Server) {
-    let observe = srv.settings.observe.enabled;
-    if !observe && !srv.settings.watch_enabled {
+/// `observe`: per-prefix accounting is on; `watch`: `watch` is allowed.
+pub fn install_departure_hook(store: &larder_store::Store, log: &Arc<Logger>, observe: bool, watch: bool) {
+    if !observe && !watch {
         return;
     }
-    let log = srv.log.clone();
-    srv.store.set_departure_hook(Some(Arc::new(move |key: &[u8], bytes: u64, why: Departure, item: &DepartedItem| {
+    let log = log.clone();
+    store.set_departure_hook(Some(Arc::new(move |key: &[u8], bytes: u64, why: Departure, item: &DepartedItem| {
         if why == Departure::Evicted {
             log.eviction(key, item);
         }
@@ -92,14 +92,16 @@ pub struct Obs {
 }
 
 impl Obs {
-    pub fn new(srv: &Server) -> Obs {
-        Obs { on: srv.settings.observe.enabled, offset: srv.clock.unix_now() - srv.clock.now() as i64 }
+    /// `on`: accounting enabled; `unix_offset`: unix seconds minus the
+    /// server's relative time.
+    pub fn new(on: bool, unix_offset: i64) -> Obs {
+        Obs { on, offset: unix_offset }
     }
 
     /// Give the calling (worker) thread its `ObserverWorker`.
-    pub fn attach(&self, srv: &Server) {
+    pub fn attach(&self, observer: &larder_observe::observer::Observer) {
         if self.on {
-            let w = srv.observer.worker();
+            let w = observer.worker();
             WORKER.with(|c| *c.borrow_mut() = Some(w));
         }
     }

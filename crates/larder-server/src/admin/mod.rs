@@ -1,0 +1,3 @@
+//! The admin listener (`-o metrics_port`): Prometheus `/metrics`.
+
+pub mod metrics;

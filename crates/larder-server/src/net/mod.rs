@@ -1,0 +1,10 @@
+//! The bottom layer: what a connection is, independent of what it speaks.
+//!
+//! * [`stream`]: one `Stream` type for TCP and Unix-domain connections.
+//! * [`registry`]: every open connection's shared description (`stats conns`).
+//!
+//! Binding listeners and accepting connections need the settings and the
+//! workers, so they live in `conn::listen`.
+
+pub mod registry;
+pub mod stream;

@@ -1,0 +1,11 @@
+//! What the server shares between its threads: the settings
+//! ([`config`], parsed from memcached's flags), the [`server::Server`]
+//! aggregate (store, clock, counters, observer, watch logger, grace
+//! winners, connection registry), the [`clock`], the request [`stats`] and
+//! grace mode's winner table ([`grace`]).
+
+pub mod clock;
+pub mod config;
+pub mod grace;
+pub mod server;
+pub mod stats;
