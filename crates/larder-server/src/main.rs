@@ -4,27 +4,16 @@
 //! Start-up order matters and follows memcached: parse flags, detach (`-d`)
 //! before any thread exists, raise the descriptor limit for `-c`, bind the
 //! sockets (possibly privileged ports), drop privileges (`-u`), write the pid
-//! file, then start the workers. The main thread then only waits for
-//! SIGTERM/SIGINT (the `shutdown` command raises SIGTERM too) and tears down.
+//! file, then start the workers (the library, `larder_server::start`). A
+//! signal thread turns SIGTERM/SIGINT into a shutdown request, the same one
+//! the `shutdown` command makes; the main thread waits for it and tears down.
 
-#[cfg(feature = "alloc-count")]
-mod alloc_count;
-mod admin;
-mod conn;
-mod exec;
-mod net;
-mod state;
-mod trace;
-mod wire;
-
-use state::config::{self as config, Command, Settings};
+use larder_server::{Command, Settings, Shutdown};
 
 #[cfg(feature = "alloc-count")]
 #[global_allocator]
-static GLOBAL: alloc_count::Counting = alloc_count::Counting;
-use state::server::Server;
+static GLOBAL: larder_server::alloc_count::Counting = larder_server::alloc_count::Counting;
 use std::process::exit;
-use std::sync::Arc;
 
 /// sysexits.h EX_USAGE / EX_OSERR, as memcached uses.
 const EX_USAGE: i32 = 64;
@@ -37,14 +26,14 @@ fn main() {
         let rest: Vec<String> = args.skip(1).collect();
         exit(larder_observe::top::run(&rest));
     }
-    let settings = match config::parse_args(std::env::args().skip(1)) {
+    let settings = match larder_server::parse_args(std::env::args().skip(1)) {
         Ok(Command::Run(s)) => s,
         Ok(Command::Help) => {
-            print!("{}", config::help_text());
+            print!("{}", larder_server::help_text());
             return;
         }
         Ok(Command::Version) => {
-            println!("larder {} (memcached {} compatible)", env!("CARGO_PKG_VERSION"), state::stats::VERSION);
+            println!("larder {} (memcached {} compatible)", env!("CARGO_PKG_VERSION"), larder_server::state::stats::VERSION);
             return;
         }
         Err(e) => {
@@ -69,18 +58,8 @@ fn run(settings: Settings) -> Result<(), String> {
     if settings.coredumps {
         raise_core_limit();
     }
-    let store_config = larder_store::Config {
-        memory_limit: settings.memory_limit,
-        item_size_max: settings.item_size_max,
-        evict: settings.evictions,
-        ..larder_store::Config::default()
-    };
-    let store = larder_store::Store::new(store_config).map_err(|e| format!("larder: {}", e.0))?;
-    let bound = conn::listen::bind_all(&settings)?;
-    let metrics_listener = match settings.observe.metrics_port {
-        0 => None,
-        port => Some(admin::metrics::bind(&settings.observe.metrics_addr, port)?),
-    };
+    // Bind (possibly privileged ports) before dropping privileges.
+    let prepared = larder_server::prepare(settings.clone())?;
     drop_privileges(&settings)?;
     if let Some(pidfile) = &settings.pidfile {
         if settings.daemonize {
@@ -88,64 +67,27 @@ fn run(settings: Settings) -> Result<(), String> {
                 .map_err(|e| format!("Could not open the pid file {pidfile} for writing: {e}"))?;
         }
     }
+    // Before any thread exists, so every thread inherits the mask and only
+    // the signal thread takes them.
     let signals = block_signals();
-
-    let listeners_count = bound.listeners.len() + bound.udp.len();
-    let srv = Arc::new(Server::new(settings, store, listeners_count));
-    conn::listen::register_listeners(&srv, &bound.listeners, &bound.udp);
-    trace::observe::install_departure_hook(&srv.store, &srv.log, srv.settings.observe.enabled, srv.settings.watch_enabled);
-    if srv.settings.watch_enabled {
-        trace::watch::start(srv.log.clone(), srv.clone()).map_err(|e| format!("larder: cannot start the logger thread: {e}"))?;
-    }
-    if let Some(l) = metrics_listener {
-        admin::metrics::spawn(srv.clone(), l)?;
-    }
-
-    let mut inboxes = Vec::new();
-    let mut threads = Vec::new();
-    for id in 0..srv.settings.threads {
-        let udp = conn::listen::udp_for_worker(&bound.udp).map_err(|e| format!("larder: udp: {e}"))?;
-        let (worker, inbox) = conn::worker::Worker::new(id, srv.clone(), udp).map_err(|e| format!("larder: worker: {e}"))?;
-        inboxes.push(inbox);
-        threads.push(
-            std::thread::Builder::new()
-                .name(format!("larder-worker-{id}"))
-                .spawn(move || worker.run())
-                .map_err(|e| format!("larder: cannot start worker thread: {e}"))?,
-        );
-    }
-    let acceptor = {
-        let srv = srv.clone();
-        let inboxes = inboxes.clone();
-        let listeners = bound.listeners;
-        std::thread::Builder::new()
-            .name("larder-accept".into())
-            .spawn(move || conn::listen::run_acceptor(srv, listeners, inboxes))
-            .map_err(|e| format!("larder: cannot start acceptor: {e}"))?
-    };
-    if srv.verbosity() > 0 {
-        eprintln!("larder: ready, {} worker threads", srv.settings.threads);
-    }
-
-    let sig = wait_for_signal(&signals);
-    if srv.verbosity() > 0 {
-        eprintln!("larder: signal {sig} received, shutting down");
-    }
-    srv.mark_stopping();
-    for inbox in &inboxes {
-        inbox.wake();
-    }
-    for t in threads {
-        let _ = t.join();
-    }
-    let _ = acceptor.join();
-    if let Some(path) = &srv.settings.unix_socket {
-        let _ = std::fs::remove_file(path);
-    }
-    if let (Some(pidfile), true) = (&srv.settings.pidfile, srv.settings.daemonize) {
+    let shutdown = Shutdown::new();
+    let running = larder_server::start(prepared, shutdown.clone())?;
+    let verbose = settings.verbose > 0;
+    std::thread::Builder::new()
+        .name("larder-signals".into())
+        .spawn(move || {
+            let sig = wait_for_signal(&signals);
+            if verbose {
+                eprintln!("larder: signal {sig} received, shutting down");
+            }
+            shutdown.request();
+        })
+        .map_err(|e| format!("larder: cannot start the signal thread: {e}"))?;
+    let result = running.wait_and_stop();
+    if let (Some(pidfile), true) = (&settings.pidfile, settings.daemonize) {
         let _ = std::fs::remove_file(pidfile);
     }
-    Ok(())
+    result
 }
 
 /// Detach from the terminal: fork, new session, stdio to /dev/null (unless

@@ -32,6 +32,19 @@ pub struct Bound {
     pub udp: Vec<std::net::UdpSocket>,
 }
 
+impl Bound {
+    /// The addresses of the TCP listeners.
+    pub fn tcp_addrs(&self) -> Vec<SocketAddr> {
+        self.listeners
+            .iter()
+            .filter_map(|l| match l {
+                Listener::Tcp(t, _) => t.local_addr().ok(),
+                Listener::Unix(..) => None,
+            })
+            .collect()
+    }
+}
+
 /// Resolve `-l` entries (`host`, `host:port`, `[v6]:port`) to addresses.
 fn resolve(entry: &str, default_port: u16) -> io::Result<Vec<SocketAddr>> {
     let with_port = if entry.starts_with('[') {

@@ -9,9 +9,54 @@ use crate::state::stats::ServerStats;
 use larder_proto::Limits;
 use larder_store::Store;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
-use std::sync::Mutex;
+use std::sync::{Arc, Condvar, Mutex};
+
+/// Asks a running server to stop, from any thread: the embedding program
+/// (the binary on SIGTERM), the `shutdown` command, or a failed worker.
+/// Cloning shares the one request.
+#[derive(Clone, Default)]
+pub struct Shutdown(Arc<(Mutex<(bool, bool)>, Condvar)>);
+
+impl Shutdown {
+    pub fn new() -> Shutdown {
+        Shutdown::default()
+    }
+
+    /// Ask the server to stop.
+    pub fn request(&self) {
+        self.set(false);
+    }
+
+    /// Stop because part of the server failed (a worker panicked).
+    pub fn fail(&self) {
+        self.set(true);
+    }
+
+    fn set(&self, failed: bool) {
+        let mut g = self.0 .0.lock().unwrap_or_else(|e| e.into_inner());
+        g.0 = true;
+        g.1 |= failed;
+        self.0 .1.notify_all();
+    }
+
+    /// Whether a stop was requested.
+    pub fn requested(&self) -> bool {
+        self.0 .0.lock().unwrap_or_else(|e| e.into_inner()).0
+    }
+
+    /// Block until a stop is requested; whether it was a failure.
+    pub fn wait(&self) -> bool {
+        let mut g = self.0 .0.lock().unwrap_or_else(|e| e.into_inner());
+        while !g.0 {
+            g = self.0 .1.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+        g.1
+    }
+}
 
 pub struct Server {
+    /// How this server is asked to stop.
+    pub shutdown: Shutdown,
     pub settings: Settings,
     pub store: Store,
     pub clock: Clock,
@@ -36,7 +81,7 @@ pub struct Server {
 }
 
 impl Server {
-    pub fn new(settings: Settings, store: Store, listeners: usize) -> Server {
+    pub fn new(settings: Settings, store: Store, listeners: usize, shutdown: Shutdown) -> Server {
         let limits = Limits { item_size_max: settings.item_size_max, ..Limits::default() };
         let o = &settings.observe;
         let observer = larder_observe::observer::Observer::new(larder_observe::observer::ObserverConfig {
@@ -51,6 +96,7 @@ impl Server {
         observer.prefixes.set_detail(settings.detail_enabled);
         let log = crate::trace::watch::Logger::new(settings.watch_enabled, settings.worker_logbuf_size, settings.watcher_logbuf_size);
         Server {
+            shutdown,
             log: std::sync::Arc::new(log),
             verbosity: AtomicU32::new(settings.verbose),
             stats: ServerStats::new(settings.threads),
@@ -76,14 +122,10 @@ impl Server {
         self.verbosity.store(level, Relaxed);
     }
 
-    /// Ask the process to exit (the `shutdown` command). The main thread
-    /// waits for SIGTERM, so the command takes the same path as a signal.
+    /// Stop serving (the `shutdown` command): the same path as SIGTERM.
     pub fn request_shutdown(&self) {
         self.stopping.store(true, Relaxed);
-        // SAFETY: kill(2) on our own pid with a valid signal number.
-        unsafe {
-            libc::kill(libc::getpid(), libc::SIGTERM);
-        }
+        self.shutdown.request();
     }
 
     pub fn stopping(&self) -> bool {

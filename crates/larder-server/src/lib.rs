@@ -1,0 +1,180 @@
+//! larder-server: a memcached-compatible cache server, as a library (the
+//! `larder` binary is `main.rs` around it; tests can run a server in-process).
+//!
+//! # The request path
+//!
+//! A listener (`conn::listen`) accepts a connection and hands it to a worker
+//! thread (`conn::worker`, one epoll each). The worker's session
+//! (`conn::session`) reads bytes, and the protocol's front end (`wire::text`,
+//! `wire::meta`, `wire::binary`) parses each request and calls the one
+//! executor for that command (`exec::*`), whatever protocol it came in. The
+//! executor runs it against the store (`larder_store`), records it once
+//! (counters in `state::stats`, `watch` lines in `trace::watch`, per-prefix
+//! and hot-key accounting in `trace::observe`) and returns its outcome,
+//! which the front end encodes into the session's output.
+//!
+//! # Where a change goes
+//!
+//! * What a command does (semantics, counters, grace, CAS): `exec/`.
+//! * How a protocol spells a request or reply: `larder_proto` (parsing and
+//!   encoding), `wire/` (mapping to executors).
+//! * Buffers, framing, sockets, threads: `conn/` and `net/`.
+//! * Flags: `state/config.rs`; shared server state: `state/`.
+//! * Reporting (`stats`, `watch`, accounting): `exec/report.rs`, `trace/`.
+//! * The admin HTTP listener (`/metrics`): `admin/`.
+//!
+//! Modules import only downwards: admin → conn → wire → exec → state →
+//! trace → net (`tests/layers.rs` checks it).
+//!
+//! # Failure policy
+//!
+//! A panic is a bug, never an expected outcome: bad input gets memcached's
+//! error reply. If a worker thread panics anyway, its connections are lost
+//! and the whole server stops (the panic is reported and the process exits
+//! non-zero) rather than leaving a listener that hands new connections to a
+//! thread that no longer serves them. The store's locks recover from
+//! poisoning, so no data a panicking request touched is served half-written.
+
+#[cfg(feature = "alloc-count")]
+pub mod alloc_count;
+pub mod admin;
+pub mod conn;
+pub mod exec;
+pub mod net;
+pub mod state;
+pub mod trace;
+pub mod wire;
+
+pub use state::config::{help_text, parse_args, Command, Settings};
+pub use state::server::Shutdown;
+use state::server::Server;
+use std::sync::Arc;
+
+/// A server whose sockets are bound and store created, not yet serving.
+/// (The binary drops privileges and writes its pid file in between.)
+pub struct Prepared {
+    settings: Settings,
+    store: larder_store::Store,
+    bound: conn::listen::Bound,
+    metrics: Option<std::net::TcpListener>,
+}
+
+impl Prepared {
+    /// The TCP addresses the server listens on (with `-p -1`: the ports
+    /// the system chose).
+    pub fn tcp_addrs(&self) -> Vec<std::net::SocketAddr> {
+        self.bound.tcp_addrs()
+    }
+}
+
+/// Create the store and bind every listener `settings` asks for.
+pub fn prepare(settings: Settings) -> Result<Prepared, String> {
+    let store_config = larder_store::Config {
+        memory_limit: settings.memory_limit,
+        item_size_max: settings.item_size_max,
+        evict: settings.evictions,
+        ..larder_store::Config::default()
+    };
+    let store = larder_store::Store::new(store_config).map_err(|e| format!("larder: {}", e.0))?;
+    let bound = conn::listen::bind_all(&settings)?;
+    let metrics = match settings.observe.metrics_port {
+        0 => None,
+        port => Some(admin::metrics::bind(&settings.observe.metrics_addr, port)?),
+    };
+    Ok(Prepared { settings, store, bound, metrics })
+}
+
+/// A serving server.
+pub struct Running {
+    srv: Arc<Server>,
+    inboxes: Vec<Arc<conn::worker::Inbox>>,
+    workers: Vec<std::thread::JoinHandle<()>>,
+    acceptor: std::thread::JoinHandle<()>,
+}
+
+/// Start the worker, acceptor, logger and admin threads.
+pub fn start(p: Prepared, shutdown: Shutdown) -> Result<Running, String> {
+    let Prepared { settings, store, bound, metrics } = p;
+    let listeners_count = bound.listeners.len() + bound.udp.len();
+    let srv = Arc::new(Server::new(settings, store, listeners_count, shutdown));
+    conn::listen::register_listeners(&srv, &bound.listeners, &bound.udp);
+    trace::observe::install_departure_hook(&srv.store, &srv.log, srv.settings.observe.enabled, srv.settings.watch_enabled);
+    if srv.settings.watch_enabled {
+        trace::watch::start(srv.log.clone(), srv.clone()).map_err(|e| format!("larder: cannot start the logger thread: {e}"))?;
+    }
+    if let Some(l) = metrics {
+        admin::metrics::spawn(srv.clone(), l)?;
+    }
+    let mut inboxes = Vec::new();
+    let mut workers = Vec::new();
+    for id in 0..srv.settings.threads {
+        let udp = conn::listen::udp_for_worker(&bound.udp).map_err(|e| format!("larder: udp: {e}"))?;
+        let (worker, inbox) = conn::worker::Worker::new(id, srv.clone(), udp).map_err(|e| format!("larder: worker: {e}"))?;
+        inboxes.push(inbox);
+        let stop_all = srv.shutdown.clone();
+        workers.push(
+            std::thread::Builder::new()
+                .name(format!("larder-worker-{id}"))
+                .spawn(move || {
+                    // Failure policy (crate docs): a dead worker stops the
+                    // server instead of silently losing its share of clients.
+                    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker.run()));
+                    if outcome.is_err() {
+                        eprintln!("larder: worker {id} panicked; shutting down");
+                        stop_all.fail();
+                    }
+                })
+                .map_err(|e| format!("larder: cannot start worker thread: {e}"))?,
+        );
+    }
+    let acceptor = {
+        let srv = srv.clone();
+        let inboxes = inboxes.clone();
+        let listeners = bound.listeners;
+        std::thread::Builder::new()
+            .name("larder-accept".into())
+            .spawn(move || conn::listen::run_acceptor(srv, listeners, inboxes))
+            .map_err(|e| format!("larder: cannot start acceptor: {e}"))?
+    };
+    if srv.verbosity() > 0 {
+        eprintln!("larder: ready, {} worker threads", srv.settings.threads);
+    }
+    Ok(Running { srv, inboxes, workers, acceptor })
+}
+
+impl Running {
+    /// Block until a shutdown is requested (the [`Shutdown`] handle, the
+    /// `shutdown` command, or a failed worker), then stop.
+    /// Err when a worker failed.
+    pub fn wait_and_stop(self) -> Result<(), String> {
+        let failed = self.srv.shutdown.wait();
+        self.stop();
+        if failed {
+            Err("larder: a worker thread failed".into())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Stop serving: close every connection, join every thread, remove the
+    /// Unix socket.
+    pub fn stop(self) {
+        let srv = self.srv;
+        srv.mark_stopping();
+        for inbox in &self.inboxes {
+            inbox.wake();
+        }
+        for t in self.workers {
+            let _ = t.join();
+        }
+        let _ = self.acceptor.join();
+        if let Some(path) = &srv.settings.unix_socket {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// Prepare, start, and serve until `shutdown` is requested.
+pub fn run(settings: Settings, shutdown: Shutdown) -> Result<(), String> {
+    start(prepare(settings)?, shutdown)?.wait_and_stop()
+}
