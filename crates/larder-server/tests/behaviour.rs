@@ -215,9 +215,11 @@ impl Conn {
 
     // ---- the operations of the table
 
-    /// A storage command: `mode` is set/add/replace/append/prepend; `cas`
-    /// makes it a compare-and-swap store (text `cas`).
-    fn store(&mut self, mode: &str, key: &str, flags: u32, exptime: i64, value: &[u8], cas: Option<u64>, quiet: bool) -> R {
+    /// A storage command that never expires: `mode` is
+    /// set/add/replace/append/prepend; `cas` makes it a compare-and-swap
+    /// store (text `cas`).
+    fn store(&mut self, mode: &str, key: &str, flags: u32, value: &[u8], cas: Option<u64>, quiet: bool) -> R {
+        let exptime = 0;
         match self.p {
             P::Text => {
                 let (cmd, tail) = match cas {
@@ -520,7 +522,7 @@ fn every_protocol_behaves_like_memcached() {
             prepare: set_abc,
             act: |c, k| {
                 let cas = c.cas_of(k);
-                vec![c.store("set", k, 0, 0, b"new", Some(cas + 1000), false), c.get(k)]
+                vec![c.store("set", k, 0, b"new", Some(cas + 1000), false), c.get(k)]
             },
             want: |_| vec![R::Exists, R::Hit(5, b"abc".to_vec())],
         },
@@ -529,44 +531,44 @@ fn every_protocol_behaves_like_memcached() {
             prepare: set_abc,
             act: |c, k| {
                 let cas = c.cas_of(k);
-                vec![c.store("set", k, 1, 0, b"new", Some(cas), false), c.get(k)]
+                vec![c.store("set", k, 1, b"new", Some(cas), false), c.get(k)]
             },
             want: |_| vec![R::Stored, R::Hit(1, b"new".to_vec())],
         },
         Case {
             name: "cas on a missing key",
             prepare: nothing,
-            act: |c, k| vec![c.store("set", k, 0, 0, b"new", Some(12345), false)],
+            act: |c, k| vec![c.store("set", k, 0, b"new", Some(12345), false)],
             want: |_| vec![R::NotFound],
         },
         Case {
             name: "add on an existing key",
             prepare: set_abc,
-            act: |c, k| vec![c.store("add", k, 0, 0, b"x", None, false)],
+            act: |c, k| vec![c.store("add", k, 0, b"x", None, false)],
             want: |p| vec![if p == P::Binary { R::Exists } else { R::NotStored }],
         },
         Case {
             name: "replace a missing key",
             prepare: nothing,
-            act: |c, k| vec![c.store("replace", k, 0, 0, b"x", None, false)],
+            act: |c, k| vec![c.store("replace", k, 0, b"x", None, false)],
             want: |p| vec![if p == P::Binary { R::NotFound } else { R::NotStored }],
         },
         Case {
             name: "append",
             prepare: set_abc,
-            act: |c, k| vec![c.store("append", k, 0, 0, b"de", None, false), c.get(k)],
+            act: |c, k| vec![c.store("append", k, 0, b"de", None, false), c.get(k)],
             want: |_| vec![R::Stored, R::Hit(5, b"abcde".to_vec())],
         },
         Case {
             name: "append to a missing key",
             prepare: nothing,
-            act: |c, k| vec![c.store("append", k, 0, 0, b"de", None, false)],
+            act: |c, k| vec![c.store("append", k, 0, b"de", None, false)],
             want: |_| vec![R::NotStored],
         },
         Case {
             name: "noreply/quiet set",
             prepare: nothing,
-            act: |c, k| vec![c.store("set", k, 3, 0, b"q", None, true), c.get(k)],
+            act: |c, k| vec![c.store("set", k, 3, b"q", None, true), c.get(k)],
             want: |_| vec![R::Silent, R::Hit(3, b"q".to_vec())],
         },
         Case {
@@ -604,7 +606,7 @@ fn every_protocol_behaves_like_memcached() {
         Case {
             name: "too large: refused, and a set drops the old value",
             prepare: set_abc,
-            act: |c, k| vec![c.store("set", k, 0, 0, &vec![b'x'; 2 << 20], None, false), c.get(k)],
+            act: |c, k| vec![c.store("set", k, 0, &vec![b'x'; 2 << 20], None, false), c.get(k)],
             want: |_| vec![R::TooLarge, R::Miss],
         },
     ];
@@ -656,7 +658,7 @@ fn out_of_memory_under_dash_m() {
         let value = vec![b'v'; 100_000];
         let mut filled = false;
         for i in 0..400 {
-            let r = t.store("set", &format!("fill:{i}"), 0, 0, &value, None, false);
+            let r = t.store("set", &format!("fill:{i}"), 0, &value, None, false);
             if r == R::OutOfMemory {
                 filled = true;
                 break;
@@ -666,7 +668,7 @@ fn out_of_memory_under_dash_m() {
         assert!(filled, "{}: 40 MB into -m 8 never ran out of memory", server.name());
         for p in PROTOCOLS {
             let mut c = Conn::new(server.port(), p);
-            let r = c.store("set", &format!("oom:{p:?}"), 0, 0, &value, None, false);
+            let r = c.store("set", &format!("oom:{p:?}"), 0, &value, None, false);
             assert_eq!(r, R::OutOfMemory, "{} {p:?}", server.name());
             assert_eq!(c.get("fill:0"), R::Hit(0, value.clone()), "{} {p:?}: stored data still served", server.name());
         }

@@ -10,7 +10,7 @@ use std::time::Duration;
 fn settings(extra: &[&str]) -> larder_server::Settings {
     let mut args: Vec<String> = ["-p", "-1", "-U", "0", "-l", "127.0.0.1", "-t", "2"].iter().map(|s| s.to_string()).collect();
     args.extend(extra.iter().map(|s| s.to_string()));
-    match parse_args(args.into_iter()) {
+    match parse_args(args) {
         Ok(Command::Run(s)) => s,
         _ => panic!("flags refused"),
     }

@@ -156,6 +156,8 @@ impl Default for Settings {
 }
 
 /// What the command line asks for.
+// Built once at start-up: the size difference costs nothing worth a Box.
+#[allow(clippy::large_enum_variant)]
 pub enum Command {
     Run(Settings),
     Help,

@@ -153,6 +153,9 @@ fn arith_reply(outcome: exec::arith::Counted, out: &mut Vec<u8>) {
 }
 
 /// What to do with the bytes at the front of a buffer after parsing.
+// Made per request and moved, never stored: boxing the request would be an
+// allocation per request on the hot path.
+#[allow(clippy::large_enum_variant)]
 pub enum Step<'a> {
     /// Execute this request, then drop `consumed` bytes.
     Run(Request<'a>, usize),
