@@ -19,6 +19,8 @@
 //! `CI` or `LARDER_REQUIRE_ALL` set to an empty string, `0` or `false` counts
 //! as unset, so `CI=false cargo test` on a laptop behaves like a laptop.
 
+use std::io::Write;
+
 /// Passes `found` through when it is `Some`. When it is `None`, panics under
 /// CI (see the module documentation) and otherwise prints a `SKIPPED:` line
 /// and returns `None`, so the caller can skip what needs the dependency:
@@ -41,7 +43,11 @@ pub fn require_or_skip<T>(found: Option<T>, missing: &str, install: &str) -> Opt
     match decide(ci.as_deref(), require_all.as_deref()) {
         Missing::Fail(why) => panic!("{test}: missing {missing}; {why} makes every test dependency required. Install it: {install}"),
         Missing::Skip => {
-            eprintln!("SKIPPED: {test}: missing {missing} (install: {install}; with CI=true or LARDER_REQUIRE_ALL=1 this fails)");
+            // Straight to the process's stderr: `eprintln!` in a test is
+            // captured and shown only if the test fails, and a skipped test
+            // passes, so the line would never be seen.
+            let line = format!("SKIPPED: {test}: missing {missing} (install: {install}; with CI=true or LARDER_REQUIRE_ALL=1 this fails)\n");
+            let _ = std::io::stderr().write_all(line.as_bytes());
             None
         }
     }

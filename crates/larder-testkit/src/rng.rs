@@ -60,6 +60,11 @@ impl XorShift64Star {
     pub fn below(&mut self, n: u64) -> u64 {
         self.next_u64() % n
     }
+
+    /// An index into something `len` long (`len` must not be zero).
+    pub fn index(&mut self, len: usize) -> usize {
+        self.below(len as u64) as usize
+    }
 }
 
 /// SplitMix64: any seed, zero included.
@@ -134,7 +139,7 @@ mod tests {
         let mut c = XorShift64Star(7);
         let mut hits = 0;
         for _ in 0..10_000 {
-            assert!(a.below(10) < 10 && b.below(3) < 3 && c.below(1) == 0);
+            assert!(a.below(10) < 10 && b.below(3) < 3 && c.below(1) == 0 && c.index(5) < 5);
             hits += u32::from(a.chance(30));
             assert!(!b.chance(0) && b.chance(100));
         }
