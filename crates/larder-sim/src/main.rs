@@ -17,6 +17,8 @@
 //! `--cap-scale F` (default 1): multiply the trace capacities by F, to see
 //! what a given advantage in items per byte is worth in miss ratio.
 
+#![forbid(unsafe_code)]
+
 use larder_sim::report::{self, Row};
 use larder_sim::workload::ScanWorkload;
 use larder_sim::{policies, replay, replay_measured, sharded_policies, trace};

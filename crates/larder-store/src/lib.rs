@@ -111,6 +111,8 @@
 //! flushed; a segment whose last live item is deleted or replaced is freed
 //! at once.
 
+#![forbid(unsafe_code)]
+
 mod arith;
 mod conditional;
 mod dump;
