@@ -14,7 +14,7 @@
 //! while; the server decides who refills it.
 
 use crate::shard::{Found, Why};
-use crate::{item, Item, Lookup, Mode, Store, StoreResult, Time};
+use crate::{item, Item, Lookup, Mode, NewVersion, Store, StoreResult, Time, Write};
 
 /// What a meta get may do besides reading.
 #[derive(Clone, Copy, Debug, Default)]
@@ -95,7 +95,7 @@ impl Store {
                 };
                 let Some(ttl) = opts.vivify else { return miss };
                 let size = |cas| item::item_len_cas(key.len(), 0, 0, cas);
-                let Some((loc, _)) = self.reserve_version(&mut l, ttl, now, 0, None, opts.new_cas, size) else { return miss };
+                let Some((loc, _)) = self.reserve_version(&mut l, now, NewVersion { exptime: ttl, protect: 0, old_cas: None, new_cas: opts.new_cas }, size) else { return miss };
                 item::encode_cas(l.g.item_bytes_mut(loc), key, 0, 0, ttl, now, opts.new_cas);
                 item::set_key_binary(l.g.item_bytes_mut(loc), opts.key_binary);
                 if !l.g.commit(h, loc, None, true, &self.env(now)) {
@@ -162,7 +162,7 @@ impl Store {
         let old_cas = l.g.cas(old);
         let size = |cas| item::item_len_cas(oh.klen, oh.vlen, oh.flags, cas);
         let new_exptime = exptime.unwrap_or(oh.exptime);
-        let Some((loc, new_cas)) = self.reserve_version(&mut l, new_exptime, now, old.seg, Some(old_cas), new_cas, size) else {
+        let Some((loc, new_cas)) = self.reserve_version(&mut l, now, NewVersion { exptime: new_exptime, protect: old.seg, old_cas: Some(old_cas), new_cas }, size) else {
             // No room for the copy: deleting is the safe fallback, a reader
             // then misses instead of reading a value known to be stale.
             if let Some(pos) = l.g.index.find_loc(h, old) {
@@ -209,6 +209,8 @@ impl Store {
     }
 
     /// A meta set (`ms`): [`store_if`](Store::store_if) with [`WriteOptions`].
+    // Eight arguments, one per protocol field; larder-server calls it, so
+    // its signature changes together with larder-server/src.
     #[allow(clippy::too_many_arguments)]
     pub fn meta_store(
         &self,
@@ -220,7 +222,7 @@ impl Store {
         now: Time,
         opts: &WriteOptions,
     ) -> StoreResult {
-        self.store_cond(mode, key, flags, exptime, value, now, opts)
+        self.store_cond(&Write { mode, key, flags, exptime, value }, now, opts)
     }
 }
 
