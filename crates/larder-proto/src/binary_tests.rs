@@ -604,7 +604,7 @@ fn bad_magic_closes_once_a_header_is_in() {
 #[test]
 fn encoders_build_exact_headers() {
     let mut out = Vec::new();
-    response(&mut out, 0x0cu8, Status::KeyExists, 0x0102_0304, 0x1122_3344_5566_7788, b"EX", b"KEY", b"value");
+    response(&mut out, ResponseHead::new(0x0cu8, Status::KeyExists, 0x0102_0304, 0x1122_3344_5566_7788), b"EX", b"KEY", b"value");
     assert_eq!(
         out,
         hex("810c0003020000020000000a010203041122334455667788\
@@ -612,7 +612,7 @@ fn encoders_build_exact_headers() {
     );
     // header() leaves the body to the caller.
     let mut out = vec![0xee];
-    header(&mut out, Opcode::GetK, Status::Success, 9, 10, 4, 3, 1000);
+    header(&mut out, ResponseHead::new(Opcode::GetK, Status::Success, 9, 10), 4, 3, 1000);
     assert_eq!(out, hex("ee810c000304000000000003e800000009000000000000000a"));
     // get_hit_header + value == get_hit
     let (mut a, mut b) = (Vec::new(), Vec::new());
