@@ -695,9 +695,24 @@ fn f2(v: f64) -> String {
     }
 }
 
+/// How a stampede run was made, for its report: what reproduces it and
+/// what may have disturbed it.
+pub struct RunInfo<'a> {
+    /// The `larder-bench stampede …` command line.
+    pub cmdline: &'a str,
+    /// When it started (UTC).
+    pub started: &'a str,
+    /// The machine's load before and after.
+    pub load: (&'a str, &'a str),
+    /// Each mode's server command line.
+    pub servers: &'a [(Mode, String)],
+    /// A warning to print at the top (empty: none).
+    pub note: &'a str,
+}
+
 /// The `## Stampede` section of BENCHMARKS.md.
-#[allow(clippy::too_many_arguments)]
-pub fn markdown(results: &[Outcome], cfg: &Config, cmdline: &str, started: &str, load: (&str, &str), servers: &[(Mode, String)], note: &str) -> String {
+pub fn markdown(results: &[Outcome], cfg: &Config, run: &RunInfo<'_>) -> String {
+    let RunInfo { cmdline, started, load, servers, note } = *run;
     let mut s = String::new();
     s.push_str("## Stampede\n\n");
     if !note.is_empty() {
@@ -891,7 +906,8 @@ pub fn cmd(argv: &[String]) -> Result<i32, String> {
     }
     let load_after = server::machine().3;
     let cmdline = format!("larder-bench {}", std::iter::once("stampede").chain(argv.iter().map(String::as_str)).map(crate::shell_quote).collect::<Vec<_>>().join(" "));
-    let md = markdown(&results, &cfg, &cmdline, &started, (&load_before, &load_after), &servers, &note);
+    let run = RunInfo { cmdline: &cmdline, started: &started, load: (&load_before, &load_after), servers: &servers, note: &note };
+    let md = markdown(&results, &cfg, &run);
     if let Some(path) = out {
         let old = std::fs::read_to_string(&path).unwrap_or_default();
         std::fs::write(&path, splice_section(&old, "## Stampede", &md)).map_err(|e| format!("{path}: {e}"))?;
