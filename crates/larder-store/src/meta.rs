@@ -261,9 +261,9 @@ mod tests {
         s.store(Mode::Set, b"k", 0, 200, b"v", 100);
         let r = |t| MetaGet { bump: true, recache_before: Some(t), ..MetaGet::default() };
         // 100 s left, threshold 30 s ahead: no win.
-        assert_eq!(flags_of(&s, b"k", 100, r(130)).unwrap().0, false);
+        assert!(!flags_of(&s, b"k", 100, r(130)).unwrap().0);
         // 20 s left: the first asker wins, the next does not.
-        assert_eq!(flags_of(&s, b"k", 180, r(210)).unwrap().0, true);
+        assert!(flags_of(&s, b"k", 180, r(210)).unwrap().0);
         assert_eq!(flags_of(&s, b"k", 181, r(211)), Some((false, false, true, b"v".to_vec())));
     }
 
@@ -306,7 +306,7 @@ mod tests {
         assert_eq!(graced(&s, 139), Some((b"old".to_vec(), true)));
         assert_eq!(graced(&s, 140), None);
         s.store(Mode::Set, b"k", 0, 110, b"old", 100);
-        assert!(s.delete(b"k", 115) == false, "expired: delete finds nothing live");
+        assert!(!s.delete(b"k", 115), "expired: delete finds nothing live");
         assert_eq!(graced(&s, 116), None, "a delete ends grace at once");
         s.store(Mode::Set, b"k", 0, 110, b"old", 100);
         s.store(Mode::Set, b"k", 0, 0, b"new", 120);

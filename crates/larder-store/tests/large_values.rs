@@ -13,9 +13,6 @@
 //! The amount of work is fixed (operations per thread), never a duration,
 //! and nothing asserts on time.
 
-// `is_multiple_of` is newer than the workspace MSRV (1.80).
-#![allow(unknown_lints, clippy::manual_is_multiple_of)]
-
 use larder_store::{Config, Lookup, Mode, Store, StoreResult};
 use larder_testkit::values::{check_value, make_value};
 use larder_testkit::XorShift64;

@@ -11,9 +11,6 @@
 //! A hand-rolled SplitMix64 generator keeps the test dependency-free; each
 //! failure prints the seed and op number, and `MODEL_SEED=<n>` replays one.
 
-// `is_multiple_of` is newer than the workspace MSRV (1.80).
-#![allow(unknown_lints, clippy::manual_is_multiple_of)]
-
 use larder_store::{ArithResult, Config, Lookup, Mode, Store, StoreResult};
 use larder_testkit::SplitMix64;
 use std::collections::{HashMap, HashSet};

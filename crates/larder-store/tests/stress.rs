@@ -4,9 +4,6 @@
 //! misdirected read is detected. Bounded in time; a deadlock shows up as the
 //! test timing out, a panic inside a worker fails the test.
 
-// `is_multiple_of` is newer than the workspace MSRV (1.80).
-#![allow(unknown_lints, clippy::manual_is_multiple_of)]
-
 use larder_store::{ArithResult, Config, Lookup, Mode, Store, StoreResult};
 use larder_testkit::XorShift64;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
