@@ -1021,16 +1021,16 @@ mod tests {
     }
 
     // Against the real servers, 6 s each with 20 clients (they run in parallel). The larder
-    // binary is $LARDER or `larder` next to this test's target directory (build it with
-    // `cargo build --release -p larder-server`); memcached is $MEMCACHED or /usr/bin/memcached.
+    // binary is $LARDER or the one cargo built for this profile (`cargo test --workspace`
+    // builds it; see larder_testkit::larder_binary); memcached is $MEMCACHED or
+    // /usr/bin/memcached. Without one, the test fails under CI and prints SKIPPED elsewhere
+    // (larder_testkit::require_or_skip).
 
     fn larder_bin() -> Option<String> {
         if let Ok(p) = std::env::var("LARDER") {
             return Some(p);
         }
-        let exe = std::env::current_exe().ok()?;
-        let target = exe.parent()?.parent()?.parent()?;
-        ["release", "debug"].iter().map(|p| target.join(p).join("larder")).find(|p| p.exists()).map(|p| p.to_string_lossy().into_owned())
+        larder_testkit::find_larder_binary().map(|p| p.to_string_lossy().into_owned())
     }
 
     fn memcached_bin() -> Option<String> {
@@ -1039,11 +1039,12 @@ mod tests {
     }
 
     fn real(mode: Mode) -> Option<Outcome> {
-        let bin = if mode.is_larder() { larder_bin() } else { memcached_bin() };
-        let Some(bin) = bin else {
-            eprintln!("SKIPPED {}: server binary not found (set LARDER / MEMCACHED)", mode.name());
-            return None;
+        let bin = if mode.is_larder() {
+            larder_testkit::require_or_skip(larder_bin(), "the larder binary ($LARDER, or cargo's for this profile)", larder_testkit::larder::LARDER_BUILD)
+        } else {
+            larder_testkit::require_or_skip(memcached_bin(), "memcached ($MEMCACHED or /usr/bin/memcached)", "apt-get install memcached (scripts/test installs it)")
         };
+        let bin = bin?;
         let cfg = Config { clients: 20, duration: Duration::from_secs(6), ..Config::default() };
         let r = run_mode(mode, &bin, "", &cfg).unwrap();
         eprintln!("{}", r.to_text());

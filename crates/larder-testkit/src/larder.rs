@@ -20,6 +20,21 @@ use crate::launch;
 /// directory holding the running test executable (`target/<profile>/larder`);
 /// cargo builds it before running any larder-server integration test.
 pub fn larder_binary() -> PathBuf {
+    find_larder_binary().unwrap_or_else(|| panic!("no larder binary at {} ({LARDER_BUILD})", expected_larder_binary().display()))
+}
+
+/// How to build the binary [`larder_binary`] looks for.
+pub const LARDER_BUILD: &str = "build it: cargo build -p larder-server, with --release for release tests";
+
+/// [`larder_binary`], or `None` if it has not been built (for tests outside
+/// larder-server, which cargo does not make build it).
+pub fn find_larder_binary() -> Option<PathBuf> {
+    let bin = expected_larder_binary();
+    bin.is_file().then_some(bin)
+}
+
+/// Where [`larder_binary`] looks.
+fn expected_larder_binary() -> PathBuf {
     if let Some(p) = std::env::var_os("CARGO_BIN_EXE_larder") {
         return PathBuf::from(p);
     }
@@ -28,9 +43,7 @@ pub fn larder_binary() -> PathBuf {
     if dir.ends_with("deps") {
         dir.pop();
     }
-    let bin = dir.join("larder");
-    assert!(bin.exists(), "no larder binary at {} (build it: cargo build -p larder-server, with --release for release tests)", bin.display());
-    bin
+    dir.join("larder")
 }
 
 /// A running larder and the port its clients use.

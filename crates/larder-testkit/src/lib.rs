@@ -28,7 +28,7 @@ pub mod rng;
 pub mod values;
 
 pub use client::Client;
-pub use larder::{larder_binary, Larder, Stderr};
+pub use larder::{find_larder_binary, larder_binary, Larder, Stderr};
 pub use launch::{free_port, free_ports};
 pub use memcached::Memcached;
 pub use policy::require_or_skip;
