@@ -695,9 +695,24 @@ fn f2(v: f64) -> String {
     }
 }
 
+/// How a stampede run was made, for its report: what reproduces it and
+/// what may have disturbed it.
+pub struct RunInfo<'a> {
+    /// The `larder-bench stampede …` command line.
+    pub cmdline: &'a str,
+    /// When it started (UTC).
+    pub started: &'a str,
+    /// The machine's load before and after.
+    pub load: (&'a str, &'a str),
+    /// Each mode's server command line.
+    pub servers: &'a [(Mode, String)],
+    /// A warning to print at the top (empty: none).
+    pub note: &'a str,
+}
+
 /// The `## Stampede` section of BENCHMARKS.md.
-#[allow(clippy::too_many_arguments)]
-pub fn markdown(results: &[Outcome], cfg: &Config, cmdline: &str, started: &str, load: (&str, &str), servers: &[(Mode, String)], note: &str) -> String {
+pub fn markdown(results: &[Outcome], cfg: &Config, run: &RunInfo<'_>) -> String {
+    let RunInfo { cmdline, started, load, servers, note } = *run;
     let mut s = String::new();
     s.push_str("## Stampede\n\n");
     if !note.is_empty() {
@@ -891,7 +906,8 @@ pub fn cmd(argv: &[String]) -> Result<i32, String> {
     }
     let load_after = server::machine().3;
     let cmdline = format!("larder-bench {}", std::iter::once("stampede").chain(argv.iter().map(String::as_str)).map(crate::shell_quote).collect::<Vec<_>>().join(" "));
-    let md = markdown(&results, &cfg, &cmdline, &started, (&load_before, &load_after), &servers, &note);
+    let run = RunInfo { cmdline: &cmdline, started: &started, load: (&load_before, &load_after), servers: &servers, note: &note };
+    let md = markdown(&results, &cfg, &run);
     if let Some(path) = out {
         let old = std::fs::read_to_string(&path).unwrap_or_default();
         std::fs::write(&path, splice_section(&old, "## Stampede", &md)).map_err(|e| format!("{path}: {e}"))?;
@@ -1005,16 +1021,16 @@ mod tests {
     }
 
     // Against the real servers, 6 s each with 20 clients (they run in parallel). The larder
-    // binary is $LARDER or `larder` next to this test's target directory (build it with
-    // `cargo build --release -p larder-server`); memcached is $MEMCACHED or /usr/bin/memcached.
+    // binary is $LARDER or the one cargo built for this profile (`cargo test --workspace`
+    // builds it; see larder_testkit::larder_binary); memcached is $MEMCACHED or
+    // /usr/bin/memcached. Without one, the test fails under CI and prints SKIPPED elsewhere
+    // (larder_testkit::require_or_skip).
 
     fn larder_bin() -> Option<String> {
         if let Ok(p) = std::env::var("LARDER") {
             return Some(p);
         }
-        let exe = std::env::current_exe().ok()?;
-        let target = exe.parent()?.parent()?.parent()?;
-        ["release", "debug"].iter().map(|p| target.join(p).join("larder")).find(|p| p.exists()).map(|p| p.to_string_lossy().into_owned())
+        larder_testkit::find_larder_binary().map(|p| p.to_string_lossy().into_owned())
     }
 
     fn memcached_bin() -> Option<String> {
@@ -1023,11 +1039,12 @@ mod tests {
     }
 
     fn real(mode: Mode) -> Option<Outcome> {
-        let bin = if mode.is_larder() { larder_bin() } else { memcached_bin() };
-        let Some(bin) = bin else {
-            eprintln!("SKIPPED {}: server binary not found (set LARDER / MEMCACHED)", mode.name());
-            return None;
+        let bin = if mode.is_larder() {
+            larder_testkit::require_or_skip(larder_bin(), "the larder binary ($LARDER, or cargo's for this profile)", larder_testkit::larder::LARDER_BUILD)
+        } else {
+            larder_testkit::require_or_skip(memcached_bin(), "memcached ($MEMCACHED or /usr/bin/memcached)", "apt-get install memcached (scripts/test installs it)")
         };
+        let bin = bin?;
         let cfg = Config { clients: 20, duration: Duration::from_secs(6), ..Config::default() };
         let r = run_mode(mode, &bin, "", &cfg).unwrap();
         eprintln!("{}", r.to_text());

@@ -316,6 +316,7 @@ fn swap(inner: &mut Inner, a: usize, b: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use larder_testkit::XorShift64;
 
     fn keys(b: &BigKeys) -> Vec<(String, u64)> {
         b.top().into_iter().map(|k| (String::from_utf8(k.key).unwrap(), k.size)).collect()
@@ -400,11 +401,9 @@ mod tests {
         // set is exactly the k largest current items
         let b = BigKeys::new(8, 1);
         let mut model: HashMap<u32, u64> = HashMap::new();
-        let mut x = 1u64;
+        let mut r = XorShift64(1);
         for _ in 0..20_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = r.next_u64();
             let k = (x % 500) as u32;
             let size = (x >> 20) % 1_000_000;
             if size == 0 {

@@ -699,16 +699,15 @@ impl HotKeysWorker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use larder_testkit::XorShift64;
 
     #[test]
     fn space_saving_bounds() {
         let mut s = SpaceSaving::new(16);
         let mut truth: HashMap<Vec<u8>, u64> = HashMap::new();
-        let mut x = 3u64;
+        let mut r = XorShift64(3);
         for i in 0..50_000u64 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = r.next_u64();
             let key = if i % 10 == 0 { b"hot".to_vec() } else { format!("k{}", x % 1000).into_bytes() };
             s.offer(&key, 1);
             *truth.entry(key).or_default() += 1;
@@ -728,11 +727,9 @@ mod tests {
     fn heap_and_index_stay_consistent() {
         let mut s = SpaceSaving::new(16);
         let mut truth: HashMap<Vec<u8>, u64> = HashMap::new();
-        let mut x = 11u64;
+        let mut r = XorShift64(11);
         for round in 0..20_000u64 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = r.next_u64();
             let key = format!("k{}", x % 60).into_bytes();
             let w = 1 + (x >> 32) % 50;
             s.offer(&key, w);
@@ -767,11 +764,9 @@ mod tests {
         let mut uniform = hk.worker();
         let mut hammer = hk.worker();
         let now = 1_000_000;
-        let mut x = 9u64;
+        let mut r = XorShift64(9);
         for i in 0..200_000u64 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = r.next_u64();
             // uniform traffic over 10k keys, 100-byte values
             uniform.on_request(format!("page:{}", x % 10_000).as_bytes(), 100, now + i / 20_000);
             // one client fetching one key 30 times per page, every 10 requests
@@ -819,11 +814,9 @@ mod tests {
     fn hammered_key_first_when_sampling() {
         let hk = HotKeys::new(64, 60).with_sampling(16);
         let mut w = hk.worker();
-        let mut x = 5u64;
+        let mut r = XorShift64(5);
         for i in 0..400_000u64 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = r.next_u64();
             if i % 10 < 3 {
                 w.on_request(b"session:hot", 20, 100);
             } else {
@@ -856,11 +849,9 @@ mod tests {
         // unbiased estimates
         let hk = HotKeys::new(64, 60).with_adaptive_sampling();
         let mut w = hk.worker();
-        let mut x = 5u64;
+        let mut r = XorShift64(5);
         for i in 0..20_000_000u64 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = r.next_u64();
             let now = 1000 + i / 2_000_000;
             if i % 10 < 3 {
                 w.on_request(b"session:hot", 20, now);

@@ -22,6 +22,8 @@
 //! relaxed atomics or an uncontended per-worker mutex), bounded memory that
 //! each structure reports through a `heap_bytes()` method.
 
+#![forbid(unsafe_code)]
+
 pub mod bigkeys;
 pub mod hotkeys;
 pub mod latency;

@@ -1194,6 +1194,7 @@ impl Drop for PrefixWorker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use larder_testkit::XorShift64;
 
     fn named<'a>(rows: &'a [PrefixRow], p: &str) -> &'a PrefixRow {
         rows.iter().find(|r| r.prefix == PrefixName::Named(p.as_bytes().to_vec())).unwrap()
@@ -1370,13 +1371,11 @@ STAT prefixes_tracked 2\r\nSTAT prefixes_limit 2\r\nEND\r\n";
         // a few real prefixes first, then a million random ones
         w1.on_set(b"user:1", 100, None);
         w1.on_set(b"item:1", 200, None);
-        let mut x: u64 = 0x1234_5678;
+        let mut r = XorShift64(0x1234_5678);
         let mut key = Vec::with_capacity(64);
         let mut total_bytes = 300i64;
         for i in 0..1_000_000u64 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = r.next_u64();
             key.clear();
             key.extend_from_slice(format!("{x:016x}{i}:k").as_bytes());
             let w = if i % 2 == 0 { &mut w1 } else { &mut w2 };
@@ -1579,16 +1578,14 @@ STAT prefixes_tracked 2\r\nSTAT prefixes_limit 2\r\nEND\r\n";
                 let mut w = st.worker();
                 std::thread::spawn(move || {
                     let mut live: HashMap<Vec<u8>, u64> = HashMap::new();
-                    let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ (t + 1);
+                    let mut r = XorShift64(0x9E37_79B9_7F4A_7C15u64 ^ (t + 1));
                     for round in 0..6u64 {
                         // each round uses its own 12 prefixes, then deletes everything
                         for i in 0..6000 {
                             if i % 500 == 0 {
                                 std::thread::sleep(std::time::Duration::from_millis(1));
                             }
-                            x ^= x << 13;
-                            x ^= x >> 7;
-                            x ^= x << 17;
+                            let x = r.next_u64();
                             let key = format!("p{}:{}:{}", round * 12 + x % 12, t, (x >> 8) % 50).into_bytes();
                             let size = 10 + (x >> 20) % 90;
                             match (x >> 40) % 4 {

@@ -147,6 +147,7 @@ pub(crate) fn stat_bytes(out: &mut Vec<u8>, name: &[&[u8]], v: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use larder_testkit::XorShift64;
 
     #[test]
     fn ints() {
@@ -171,16 +172,11 @@ mod tests {
 
     #[test]
     fn find_byte_is_position() {
-        let mut x = 7u64;
+        let mut r = XorShift64(7);
         for n in 0..40usize {
             for _ in 0..200 {
                 let v: Vec<u8> = (0..n)
-                    .map(|_| {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        [0u8, b':', b'a', 0x80, 0xff, 0x3a ^ 0x80][x as usize % 6]
-                    })
+                    .map(|_| [0u8, b':', b'a', 0x80, 0xff, 0x3a ^ 0x80][r.next_u64() as usize % 6])
                     .collect();
                 for b in [0u8, b':', b'a', 0x80, 0xff, 0x01] {
                     assert_eq!(find_byte(&v, b), v.iter().position(|&c| c == b), "{v:?} {b}");

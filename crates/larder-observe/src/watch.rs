@@ -132,6 +132,8 @@ pub enum StoreCmd {
 }
 
 /// `type=item_get` (watch `fetchers`).
+// One argument per field of memcached's line, in its order. A parameter
+// struct would read better but changes the caller in larder-server/src too.
 #[allow(clippy::too_many_arguments)]
 pub fn item_get(out: &mut Vec<u8>, ts: Timestamp, gid: u64, key: &[u8], status: GetStatus, clsid: u32, cfd: i32, size: u64) {
     head(out, ts, gid, b"item_get");
@@ -152,6 +154,8 @@ pub fn item_get(out: &mut Vec<u8>, ts: Timestamp, gid: u64, key: &[u8], status: 
 }
 
 /// `type=item_store` (watch `mutations`).
+// One argument per field of memcached's line, in its order. A parameter
+// struct would read better but changes the caller in larder-server/src too.
 #[allow(clippy::too_many_arguments)]
 pub fn item_store(
     out: &mut Vec<u8>,
@@ -196,6 +200,8 @@ pub fn item_store(
 
 /// `type=eviction` (watch `evictions`): `ttl` seconds left (-1 = none),
 /// `la` seconds since last access.
+// One argument per field of memcached's line, in its order. A parameter
+// struct would read better but changes the caller in larder-server/src too.
 #[allow(clippy::too_many_arguments)]
 pub fn eviction(out: &mut Vec<u8>, ts: Timestamp, gid: u64, key: &[u8], fetched: bool, ttl: i64, la: u32, clsid: u32, size: u64) {
     head(out, ts, gid, b"eviction");
@@ -215,6 +221,8 @@ pub fn eviction(out: &mut Vec<u8>, ts: Timestamp, gid: u64, key: &[u8], fetched:
 /// `type=conn_new` (`reason: None`) or `type=conn_close` (watch
 /// `connevents`); `rip`/`rport` as memcached prints them (IPv6 without
 /// brackets; a Unix socket peer is `unix` / `0`).
+// One argument per field of memcached's line, in its order. A parameter
+// struct would read better but changes the caller in larder-server/src too.
 #[allow(clippy::too_many_arguments)]
 pub fn conn_event(
     out: &mut Vec<u8>,

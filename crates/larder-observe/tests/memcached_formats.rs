@@ -1,6 +1,7 @@
 //! The formats this crate reproduces, checked live against memcached 1.6.18
-//! (`/usr/bin/memcached` or `$MEMCACHED_BIN`; skipped with a message when
-//! absent):
+//! (`/usr/bin/memcached` or `$MEMCACHED_BIN`; without it these tests fail
+//! under CI and are skipped with a `SKIPPED:` message elsewhere: see
+//! `larder_testkit::require_or_skip`):
 //!
 //! * `stats detail dump`: the same traffic is sent to memcached and mirrored
 //!   into [`PrefixStats`]; the dumps must hold the same lines (memcached
@@ -10,61 +11,12 @@
 //! * `watch fetchers mutations evictions`: the same for every `item_get`,
 //!   `item_store` and `eviction` line, re-encoded with [`watch`]'s encoders.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use larder_observe::metadump::{self, MetadumpItem};
 use larder_observe::prefix::{PrefixConfig, PrefixStats};
 use larder_observe::watch::{self, GetStatus, StoreCmd, StoreStatus, Timestamp};
-
-struct Kill(Child);
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn memcached(extra: &[&str]) -> Option<(Kill, String)> {
-    let bin = std::env::var("MEMCACHED_BIN").unwrap_or_else(|_| "/usr/bin/memcached".into());
-    if !std::path::Path::new(&bin).exists() {
-        eprintln!("skipped: no memcached at {bin}");
-        return None;
-    }
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut args = vec!["-p".to_string(), port.to_string(), "-U".into(), "0".into(), "-l".into(), "127.0.0.1".into()];
-    args.extend(["-u", "root"].iter().map(|s| s.to_string()));
-    args.extend(extra.iter().map(|s| s.to_string()));
-    let child = Command::new(&bin).args(&args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
-    let addr = format!("127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(&addr).is_err() {
-        assert!(Instant::now() < deadline, "memcached did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Some((Kill(child), addr))
-}
-
-fn connect(addr: &str) -> TcpStream {
-    let s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s
-}
-
-/// Sends `cmd` and reads until the reply ends with `end`.
-fn send(s: &mut TcpStream, cmd: &[u8], end: &[u8]) -> Vec<u8> {
-    s.write_all(cmd).unwrap();
-    let mut got = Vec::new();
-    let mut buf = [0u8; 65536];
-    while !got.ends_with(end) {
-        let n = s.read(&mut buf).unwrap();
-        assert!(n > 0, "closed; got {:?}", String::from_utf8_lossy(&got));
-        got.extend_from_slice(&buf[..n]);
-    }
-    got
-}
+use larder_testkit::{Memcached, XorShift64};
 
 fn fields(line: &str) -> std::collections::HashMap<&str, &str> {
     line.split(' ').filter_map(|kv| kv.split_once('=')).collect()
@@ -94,66 +46,64 @@ fn sorted_lines(b: &[u8]) -> Vec<String> {
 
 #[test]
 fn stats_detail_dump_matches_memcached() {
-    let Some((_mc, addr)) = memcached(&[]) else { return };
-    let mut c = connect(&addr);
+    let Some(mc) = Memcached::start_or_skip(&[]) else { return };
+    let mut c = mc.connect();
     let st = PrefixStats::new(PrefixConfig::default());
     let mut w = st.worker();
-    assert_eq!(send(&mut c, b"stats detail on\r\n", b"\r\n"), b"OK\r\n");
+    assert_eq!(c.roundtrip(b"stats detail on\r\n", b"\r\n"), b"OK\r\n");
     st.set_detail(true);
 
     let mut stored = std::collections::HashSet::new();
-    let mut x = 12345u64;
+    let mut r = XorShift64(12345);
     for _ in 0..600 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
+        let x = r.next_u64();
         let prefix = ["user", "item", "", "sess", "a-b.c"][(x % 5) as usize];
         let key = if x % 17 == 0 { format!("nodelim{}", x % 7) } else { format!("{prefix}:{}", (x >> 8) % 20) };
         match (x >> 16) % 3 {
             0 => {
-                send(&mut c, format!("set {key} 0 0 2\r\nhi\r\n").as_bytes(), b"\r\n");
+                c.roundtrip(format!("set {key} 0 0 2\r\nhi\r\n").as_bytes(), b"\r\n");
                 w.on_set(key.as_bytes(), 60, stored.contains(&key).then_some(60));
                 stored.insert(key);
             }
             1 => {
-                let r = send(&mut c, format!("get {key}\r\n").as_bytes(), b"END\r\n");
+                let r = c.roundtrip(format!("get {key}\r\n").as_bytes(), b"END\r\n");
                 let hit = r.starts_with(b"VALUE");
                 assert_eq!(hit, stored.contains(&key));
                 w.on_get(key.as_bytes(), hit, if hit { 2 } else { 0 });
             }
             _ => {
-                let r = send(&mut c, format!("delete {key}\r\n").as_bytes(), b"\r\n");
+                let r = c.roundtrip(format!("delete {key}\r\n").as_bytes(), b"\r\n");
                 let found = r == b"DELETED\r\n";
                 assert_eq!(found, stored.remove(&key));
                 w.on_delete(key.as_bytes(), found.then_some(60));
             }
         }
     }
-    let theirs = send(&mut c, b"stats detail dump\r\n", b"END\r\n");
+    let theirs = c.roundtrip(b"stats detail dump\r\n", b"END\r\n");
     let mut ours = Vec::new();
     st.render_detail_dump(&mut ours);
     assert_eq!(sorted_lines(&theirs), sorted_lines(&ours));
     assert!(ours.starts_with(b"PREFIX  get "), "{}", String::from_utf8_lossy(&ours));
 
     // stats reset clears, detail off stops counting
-    assert_eq!(send(&mut c, b"stats reset\r\n", b"\r\n"), b"RESET\r\n");
+    assert_eq!(c.roundtrip(b"stats reset\r\n", b"\r\n"), b"RESET\r\n");
     st.reset();
-    assert_eq!(send(&mut c, b"stats detail dump\r\n", b"END\r\n"), b"END\r\n");
-    assert_eq!(send(&mut c, b"stats detail off\r\n", b"\r\n"), b"OK\r\n");
+    assert_eq!(c.roundtrip(b"stats detail dump\r\n", b"END\r\n"), b"END\r\n");
+    assert_eq!(c.roundtrip(b"stats detail off\r\n", b"\r\n"), b"OK\r\n");
     st.set_detail(false);
-    send(&mut c, b"get user:1\r\n", b"END\r\n");
+    c.roundtrip(b"get user:1\r\n", b"END\r\n");
     w.on_get(b"user:1", false, 0);
     let mut ours = Vec::new();
     st.render_detail_dump(&mut ours);
-    assert_eq!(send(&mut c, b"stats detail dump\r\n", b"END\r\n"), ours);
+    assert_eq!(c.roundtrip(b"stats detail dump\r\n", b"END\r\n"), ours);
 }
 
 #[test]
 fn metadump_and_watch_lines_reencode_byte_exact() {
-    let Some((_mc, addr)) = memcached(&["-m", "2", "-o", "watcher_logbuf_size=1024"]) else { return };
-    let mut watcher = connect(&addr);
-    assert_eq!(send(&mut watcher, b"watch fetchers mutations evictions\r\n", b"\r\n"), b"OK\r\n");
-    let mut c = connect(&addr);
+    let Some(mc) = Memcached::start_or_skip(&["-m", "2", "-o", "watcher_logbuf_size=1024"]) else { return };
+    let mut watcher = mc.connect();
+    assert_eq!(watcher.roundtrip(b"watch fetchers mutations evictions\r\n", b"\r\n"), b"OK\r\n");
+    let mut c = mc.connect();
     let big = vec![b'v'; 100_000];
     let mut cmds: Vec<u8> = Vec::new();
     cmds.extend_from_slice(b"set foo:1 5 0 3\r\nabc\r\nset foo:2 0 100 10\r\n0123456789\r\n");
@@ -167,11 +117,11 @@ fn metadump_and_watch_lines_reencode_byte_exact() {
         cmds.extend_from_slice(b"\r\n");
     }
     cmds.extend_from_slice(b"get foo:1\r\n");
-    let r = send(&mut c, &cmds, b"END\r\n");
+    let r = c.roundtrip(&cmds, b"END\r\n");
     assert!(r.ends_with(b"END\r\nEND\r\n") || r.ends_with(b"END\r\n"));
 
     // metadump
-    let dump = send(&mut c, b"lru_crawler metadump all\r\n", b"END\r\n");
+    let dump = c.roundtrip(b"lru_crawler metadump all\r\n", b"END\r\n");
     let text = String::from_utf8(dump).unwrap();
     let mut n = 0;
     let mut ours = Vec::new();
@@ -199,16 +149,7 @@ fn metadump_and_watch_lines_reencode_byte_exact() {
 
     // watch: give the logger thread a moment, then read what it sent
     std::thread::sleep(Duration::from_millis(500));
-    watcher.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
-    let mut log = Vec::new();
-    let mut buf = [0u8; 65536];
-    while let Ok(k) = watcher.read(&mut buf) {
-        if k == 0 {
-            break;
-        }
-        log.extend_from_slice(&buf[..k]);
-    }
-    let log = String::from_utf8(log).unwrap();
+    let log = String::from_utf8(watcher.read_for(Duration::from_millis(500))).unwrap();
     let (mut gets, mut stores, mut evictions) = (0, 0, 0);
     for line in log.lines() {
         let f = fields(line);

@@ -664,23 +664,30 @@ pub fn parse<'a>(buf: &'a [u8], limits: &Limits) -> BinParsed<'a> {
     }
 }
 
+/// The fields of a response header that do not depend on its body: which
+/// request it answers (`opcode`, `opaque`) and the outcome (`status`, `cas`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResponseHead {
+    pub opcode: u8,
+    pub status: Status,
+    pub opaque: u32,
+    pub cas: u64,
+}
+
+impl ResponseHead {
+    pub fn new(opcode: impl Into<u8>, status: Status, opaque: u32, cas: u64) -> ResponseHead {
+        ResponseHead { opcode: opcode.into(), status, opaque, cas }
+    }
+}
+
 /// Append a response header. The caller appends `bodylen` bytes of
 /// extras, key and value after it (for example a value copied straight
 /// from the store).
-#[allow(clippy::too_many_arguments)]
-pub fn header(
-    out: &mut Vec<u8>,
-    opcode: impl Into<u8>,
-    status: Status,
-    opaque: u32,
-    cas: u64,
-    extlen: u8,
-    keylen: u16,
-    bodylen: u32,
-) {
+pub fn header(out: &mut Vec<u8>, head: ResponseHead, extlen: u8, keylen: u16, bodylen: u32) {
+    let ResponseHead { opcode, status, opaque, cas } = head;
     out.reserve(HEADER_LEN + bodylen as usize);
     out.push(RESPONSE_MAGIC);
-    out.push(opcode.into());
+    out.push(opcode);
     out.extend_from_slice(&keylen.to_be_bytes());
     out.push(extlen);
     out.push(0); // data type: raw bytes
@@ -691,19 +698,9 @@ pub fn header(
 }
 
 /// Append a complete response: header, `extras`, `key`, `value`.
-#[allow(clippy::too_many_arguments)]
-pub fn response(
-    out: &mut Vec<u8>,
-    opcode: impl Into<u8>,
-    status: Status,
-    opaque: u32,
-    cas: u64,
-    extras: &[u8],
-    key: &[u8],
-    value: &[u8],
-) {
+pub fn response(out: &mut Vec<u8>, head: ResponseHead, extras: &[u8], key: &[u8], value: &[u8]) {
     let bodylen = extras.len() + key.len() + value.len();
-    header(out, opcode, status, opaque, cas, extras.len() as u8, key.len() as u16, bodylen as u32);
+    header(out, head, extras.len() as u8, key.len() as u16, bodylen as u32);
     out.extend_from_slice(extras);
     out.extend_from_slice(key);
     out.extend_from_slice(value);
@@ -713,18 +710,18 @@ pub fn response(
 /// body (empty for [`Status::Success`]), cas 0. The reply to every
 /// [`BinParsed::Error`] and to most failed commands.
 pub fn status_only(out: &mut Vec<u8>, opcode: impl Into<u8>, status: Status, opaque: u32) {
-    response(out, opcode, status, opaque, 0, &[], &[], status.message());
+    response(out, ResponseHead::new(opcode, status, opaque, 0), &[], &[], status.message());
 }
 
 /// An error reply with a specific message body (e.g. [`OOM_ITEM`]), cas 0.
 pub fn error_message(out: &mut Vec<u8>, opcode: impl Into<u8>, status: Status, opaque: u32, message: &[u8]) {
-    response(out, opcode, status, opaque, 0, &[], &[], message);
+    response(out, ResponseHead::new(opcode, status, opaque, 0), &[], &[], message);
 }
 
 /// An empty success reply: set/add/replace/append/prepend (with the new
 /// cas), delete (cas 0), flush, noop, quit.
 pub fn success(out: &mut Vec<u8>, opcode: impl Into<u8>, opaque: u32, cas: u64) {
-    header(out, opcode, Status::Success, opaque, cas, 0, 0, 0);
+    header(out, ResponseHead::new(opcode, Status::Success, opaque, cas), 0, 0, 0);
 }
 
 /// The header and extras of a get/gat hit whose value (`value_len` bytes)
@@ -741,7 +738,7 @@ pub fn get_hit_header(
 ) {
     let key = if opcode.with_key() { key } else { &[] };
     let bodylen = 4 + key.len() + value_len;
-    header(out, opcode, Status::Success, opaque, cas, 4, key.len() as u16, bodylen as u32);
+    header(out, ResponseHead::new(opcode, Status::Success, opaque, cas), 4, key.len() as u16, bodylen as u32);
     out.extend_from_slice(&flags.to_be_bytes());
     out.extend_from_slice(key);
 }
@@ -758,7 +755,7 @@ pub fn get_hit(out: &mut Vec<u8>, opcode: Opcode, opaque: u32, cas: u64, flags: 
 /// "Not found" otherwise. Also a touch miss.
 pub fn get_miss(out: &mut Vec<u8>, opcode: Opcode, opaque: u32, key: &[u8]) {
     if opcode.with_key() {
-        response(out, opcode, Status::KeyNotFound, opaque, 0, &[], key, &[]);
+        response(out, ResponseHead::new(opcode, Status::KeyNotFound, opaque, 0), &[], key, &[]);
     } else {
         status_only(out, opcode, Status::KeyNotFound, opaque);
     }
@@ -766,27 +763,27 @@ pub fn get_miss(out: &mut Vec<u8>, opcode: Opcode, opaque: u32, key: &[u8]) {
 
 /// A touch hit: the item's flags as extras and its cas, no key or value.
 pub fn touch_hit(out: &mut Vec<u8>, opaque: u32, cas: u64, flags: u32) {
-    response(out, Opcode::Touch, Status::Success, opaque, cas, &flags.to_be_bytes(), &[], &[]);
+    response(out, ResponseHead::new(Opcode::Touch, Status::Success, opaque, cas), &flags.to_be_bytes(), &[], &[]);
 }
 
 /// A successful increment/decrement: the new value as 8 bytes, the new cas.
 pub fn incr_result(out: &mut Vec<u8>, opcode: impl Into<u8>, opaque: u32, cas: u64, value: u64) {
-    response(out, opcode, Status::Success, opaque, cas, &[], &[], &value.to_be_bytes());
+    response(out, ResponseHead::new(opcode, Status::Success, opaque, cas), &[], &[], &value.to_be_bytes());
 }
 
 /// The version reply, e.g. `version(out, opaque, b"1.6.18")`.
 pub fn version(out: &mut Vec<u8>, opaque: u32, version: &[u8]) {
-    response(out, Opcode::Version, Status::Success, opaque, 0, &[], &[], version);
+    response(out, ResponseHead::new(Opcode::Version, Status::Success, opaque, 0), &[], &[], version);
 }
 
 /// One statistic of a stat reply: key = name, value = value.
 pub fn stat(out: &mut Vec<u8>, opaque: u32, name: &[u8], value: &[u8]) {
-    response(out, Opcode::Stat, Status::Success, opaque, 0, &[], name, value);
+    response(out, ResponseHead::new(Opcode::Stat, Status::Success, opaque, 0), &[], name, value);
 }
 
 /// The empty stat packet that ends a stat reply.
 pub fn stat_end(out: &mut Vec<u8>, opaque: u32) {
-    header(out, Opcode::Stat, Status::Success, opaque, 0, 0, 0, 0);
+    header(out, ResponseHead::new(Opcode::Stat, Status::Success, opaque, 0), 0, 0, 0);
 }
 
 /// A response decoded by [`decode_response`] (for clients, tests, the bench).

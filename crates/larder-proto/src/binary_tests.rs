@@ -8,6 +8,7 @@
 //! `parse` + the encoders must reproduce memcached's bytes exactly.
 
 use super::*;
+use larder_testkit::XorShift64Star;
 use std::collections::HashMap;
 
 #[allow(dead_code)]
@@ -603,7 +604,7 @@ fn bad_magic_closes_once_a_header_is_in() {
 #[test]
 fn encoders_build_exact_headers() {
     let mut out = Vec::new();
-    response(&mut out, 0x0cu8, Status::KeyExists, 0x0102_0304, 0x1122_3344_5566_7788, b"EX", b"KEY", b"value");
+    response(&mut out, ResponseHead::new(0x0cu8, Status::KeyExists, 0x0102_0304, 0x1122_3344_5566_7788), b"EX", b"KEY", b"value");
     assert_eq!(
         out,
         hex("810c0003020000020000000a010203041122334455667788\
@@ -611,7 +612,7 @@ fn encoders_build_exact_headers() {
     );
     // header() leaves the body to the caller.
     let mut out = vec![0xee];
-    header(&mut out, Opcode::GetK, Status::Success, 9, 10, 4, 3, 1000);
+    header(&mut out, ResponseHead::new(Opcode::GetK, Status::Success, 9, 10), 4, 3, 1000);
     assert_eq!(out, hex("ee810c000304000000000003e800000009000000000000000a"));
     // get_hit_header + value == get_hit
     let (mut a, mut b) = (Vec::new(), Vec::new());
@@ -946,21 +947,6 @@ fn replaying_recorded_sessions_byte_by_byte() {
 
 // ---------------------------------------------------------------- robustness
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // xorshift64*
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 /// Invariants of any parse result on any input, then the same for the rest
 /// of `buf` read as a pipelined stream.
 fn check_invariants(buf: &[u8], limits: &Limits) {
@@ -1029,14 +1015,14 @@ fn check_result(buf: &[u8], limits: &Limits) {
 
 #[test]
 fn random_input_never_panics() {
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = XorShift64Star(0x9e37_79b9_7f4a_7c15);
     let small = Limits { item_size_max: 200, ..Limits::default() };
     let mut buf = Vec::new();
     for _ in 0..200_000 {
         buf.clear();
         let len = rng.below(80) as usize;
         for _ in 0..len {
-            buf.push(rng.next() as u8);
+            buf.push(rng.next_u64() as u8);
         }
         if !buf.is_empty() && rng.below(4) != 0 {
             buf[0] = REQUEST_MAGIC;
@@ -1057,7 +1043,7 @@ fn random_input_never_panics() {
 
 #[test]
 fn mutated_valid_packets_never_panic() {
-    let mut rng = Rng(42);
+    let mut rng = XorShift64Star(42);
     let seeds = [
         pkt(0x01, b"key", &store_extras(1, 2), b"value", 1, 2),
         pkt(0x05, b"key", &arith_extras(1, 2, 3), b"", 1, 2),
@@ -1074,7 +1060,7 @@ fn mutated_valid_packets_never_panic() {
         }
         for _ in 0..1 + rng.below(3) {
             let i = rng.below(b.len() as u64) as usize;
-            b[i] = rng.next() as u8;
+            b[i] = rng.next_u64() as u8;
         }
         let cut = rng.below(b.len() as u64 + 1) as usize;
         check_invariants(&b[..cut], &Limits::default());

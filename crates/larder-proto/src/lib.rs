@@ -13,6 +13,8 @@
 //! * [`meta`]: the meta protocol (`mg ms md ma mn me`): requests and replies.
 //! * [`binary`]: the binary protocol: request parser and response encoders.
 
+#![forbid(unsafe_code)]
+
 pub mod binary;
 pub mod meta;
 pub mod reply;

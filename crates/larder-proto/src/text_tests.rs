@@ -2,6 +2,7 @@
 //! memcached 1.6.18 (see the module docs of `text.rs`).
 
 use super::*;
+use larder_testkit::XorShift64Star;
 
 fn p(buf: &[u8]) -> Parsed<'_> {
     parse(buf, &Limits::default())
@@ -851,21 +852,6 @@ fn c_number_readers() {
     assert_eq!(safe_i32(b"0x10"), None);
 }
 
-/// xorshift64*: deterministic, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 /// Valid requests to mutate and splice.
 const SEEDS: &[&[u8]] = &[
     b"set k 0 0 5\r\nhello\r\n",
@@ -896,23 +882,23 @@ const SEEDS: &[&[u8]] = &[
 /// Bytes that matter to the parser, favoured by mutations.
 const INTERESTING: &[u8] = b" \r\n\0\t-+09noreplyHTTP/mgsdbkvqOTNMC=";
 
-fn mutate(rng: &mut Rng, input: &mut Vec<u8>) {
-    for _ in 0..=rng.below(4) {
-        let pos = rng.below(input.len() + 1);
-        match rng.below(6) {
-            0 if pos < input.len() => input[pos] = INTERESTING[rng.below(INTERESTING.len())],
-            1 => input.insert(pos, INTERESTING[rng.below(INTERESTING.len())]),
+fn mutate(rng: &mut XorShift64Star, input: &mut Vec<u8>) {
+    for _ in 0..=rng.index(4) {
+        let pos = rng.index(input.len() + 1);
+        match rng.index(6) {
+            0 if pos < input.len() => input[pos] = INTERESTING[rng.index(INTERESTING.len())],
+            1 => input.insert(pos, INTERESTING[rng.index(INTERESTING.len())]),
             2 if pos < input.len() => {
                 input.remove(pos);
             }
             3 => input.truncate(pos),
-            4 => input.extend_from_slice(SEEDS[rng.below(SEEDS.len())]),
+            4 => input.extend_from_slice(SEEDS[rng.index(SEEDS.len())]),
             // Keys around the 250-byte limit.
-            5 if rng.below(4) == 0 => {
-                let run = 240 + rng.below(20);
+            5 if rng.index(4) == 0 => {
+                let run = 240 + rng.index(20);
                 input.splice(pos..pos, vec![b'k'; run]);
             }
-            _ if pos < input.len() => input[pos] = rng.next() as u8,
+            _ if pos < input.len() => input[pos] = rng.next_u64() as u8,
             _ => {}
         }
     }
@@ -920,7 +906,7 @@ fn mutate(rng: &mut Rng, input: &mut Vec<u8>) {
 
 #[test]
 fn random_and_mutated_inputs_keep_the_invariants() {
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut rng = XorShift64Star(0x9E37_79B9_7F4A_7C15);
     // Small limits so the overlong-line paths are reached too.
     let limits = [
         Limits::default(),
@@ -935,16 +921,16 @@ fn random_and_mutated_inputs_keep_the_invariants() {
         let mut input = Vec::new();
         if round % 10 == 0 {
             // Pure noise, biased toward parser-relevant bytes.
-            for _ in 0..rng.below(120) {
-                input.push(if rng.below(2) == 0 {
-                    INTERESTING[rng.below(INTERESTING.len())]
+            for _ in 0..rng.index(120) {
+                input.push(if rng.index(2) == 0 {
+                    INTERESTING[rng.index(INTERESTING.len())]
                 } else {
-                    rng.next() as u8
+                    rng.next_u64() as u8
                 });
             }
         } else {
-            for _ in 0..=rng.below(3) {
-                input.extend_from_slice(SEEDS[rng.below(SEEDS.len())]);
+            for _ in 0..=rng.index(3) {
+                input.extend_from_slice(SEEDS[rng.index(SEEDS.len())]);
             }
             mutate(&mut rng, &mut input);
         }

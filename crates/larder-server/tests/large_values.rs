@@ -4,9 +4,10 @@
 //! memcached 1.6.18 answers it; and a `-I 1g` server storing a value bigger
 //! than 512 MiB.
 //!
-//! Values are self-describing (key id, version, length, a pattern seeded by
-//! key and version, a checksum) and are generated and verified as streams in
-//! 1 MiB chunks, so the test process holds no copy of a whole value. A reader
+//! Values are self-describing (`larder_testkit::values`: key id, version,
+//! length, a pattern seeded by key and version, a checksum) and are generated
+//! and verified as streams in 1 MiB chunks, so the test process holds no copy
+//! of a whole value. A reader
 //! regenerates the expected bytes from the header it received, so a torn
 //! value (two versions mixed), a truncated or extended one, or another key's
 //! is caught.
@@ -20,6 +21,8 @@
 mod common;
 
 use common::Larder;
+use larder_testkit::values::{parse_head, ValueGen, HEAD, MIN_LEN};
+use larder_testkit::XorShift64;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,100 +30,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const MIB: usize = 1 << 20;
-const MAGIC: &[u8; 8] = b"LARDERLV";
-/// magic, key id (u32), 4 bytes zero, version (u64), length (u64): 32 bytes,
-/// so the body starts 8-aligned.
-const HEAD: usize = 32;
-/// The checksum of everything before it.
-const TAIL: usize = 8;
-/// Values are produced and checked this many bytes at a time.
-const CHUNK: usize = MIB;
 
+/// Each test holds a few hundred MiB in the server: one at a time.
 static HEAVY: Mutex<()> = Mutex::new(());
 
 fn heavy() -> std::sync::MutexGuard<'static, ()> {
     HEAVY.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn seed(key: u32, version: u64) -> u64 {
-    let mut z = (u64::from(key) << 40 ^ version).wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    (z ^ (z >> 31)) | 1
-}
-
-/// Produces the bytes of version `version` of key `key`, `len` bytes long,
-/// in order, in pieces whose lengths are multiples of 8 (but the last).
-struct ValueGen {
-    key: u32,
-    version: u64,
-    len: usize,
-    pos: usize,
-    x: u64,
-    sum: u64,
-}
-
-impl ValueGen {
-    fn new(key: u32, version: u64, len: usize) -> ValueGen {
-        assert!(len >= HEAD + TAIL);
-        ValueGen { key, version, len, pos: 0, x: seed(key, version), sum: 0xcbf2_9ce4_8422_2325 }
-    }
-
-    fn remaining(&self) -> usize {
-        self.len - self.pos
-    }
-
-    /// The next `min(CHUNK, remaining)` bytes into `out`.
-    fn next_chunk(&mut self, out: &mut Vec<u8>) {
-        let n = CHUNK.min(self.remaining());
-        out.clear();
-        out.resize(n, 0);
-        let body_end = self.len - TAIL;
-        let mut i = 0;
-        while i < n {
-            let p = self.pos + i;
-            if p >= body_end {
-                // The checksum: fold the last partial word first.
-                out[i..].copy_from_slice(&self.sum.to_le_bytes()[p - body_end..p - body_end + (n - i)]);
-                break;
-            }
-            let word = if p < HEAD {
-                let mut h = [0u8; HEAD];
-                h[..8].copy_from_slice(MAGIC);
-                h[8..12].copy_from_slice(&self.key.to_le_bytes());
-                h[16..24].copy_from_slice(&self.version.to_le_bytes());
-                h[24..32].copy_from_slice(&(self.len as u64).to_le_bytes());
-                u64::from_le_bytes(h[p..p + 8].try_into().unwrap())
-            } else {
-                self.x ^= self.x << 13;
-                self.x ^= self.x >> 7;
-                self.x ^= self.x << 17;
-                self.x
-            };
-            // Bytes of this word inside the value body (the last word may
-            // be partial); the checksum covers them zero-padded.
-            let take = 8.min(body_end - p).min(n - i);
-            let bytes = word.to_le_bytes();
-            let mut w = [0u8; 8];
-            w[..take].copy_from_slice(&bytes[..take]);
-            out[i..i + take].copy_from_slice(&w[..take]);
-            self.sum = (self.sum ^ u64::from_le_bytes(w)).wrapping_mul(0x100_0000_01b3);
-            i += take;
-        }
-        self.pos += n;
-    }
-}
-
-/// The header of a value: (key id, version, length).
-fn parse_head(h: &[u8]) -> Result<(u32, u64, usize), String> {
-    if h.len() < HEAD || &h[..8] != MAGIC {
-        return Err(format!("bad header {:?}", &h[..h.len().min(HEAD)]));
-    }
-    Ok((
-        u32::from_le_bytes(h[8..12].try_into().unwrap()),
-        u64::from_le_bytes(h[16..24].try_into().unwrap()),
-        u64::from_le_bytes(h[24..32].try_into().unwrap()) as usize,
-    ))
 }
 
 /// A connection with reads that wait long enough for 128 MiB transfers on
@@ -168,7 +83,7 @@ impl Conn {
     /// one complete version written for key `key`; returns the version.
     fn read_value(&mut self, key: u32, len: usize) -> u64 {
         let mut head = [0u8; HEAD];
-        assert!(len >= HEAD + TAIL, "key {key}: {len}-byte value is too short");
+        assert!(len >= MIN_LEN, "key {key}: {len}-byte value is too short");
         self.r.read_exact(&mut head).unwrap();
         let (id, version, stated) = parse_head(&head).unwrap_or_else(|e| panic!("key {key}: {e}"));
         assert_eq!(id, key, "key {key} holds a value of key {id}");
@@ -183,7 +98,7 @@ impl Conn {
             self.r.read_exact(&mut self.chunk).unwrap();
             if self.chunk[..] != self.want[skip..] {
                 let at = self.chunk.iter().zip(&self.want[skip..]).position(|(a, b)| a != b).unwrap();
-                panic!("key {key} version {version}: wrong byte at offset {} (torn or corrupted)", g.pos - self.want.len() + skip + at);
+                panic!("key {key} version {version}: wrong byte at offset {} (torn or corrupted)", g.pos() - self.want.len() + skip + at);
             }
         }
         let mut crlf = [0u8; 2];
@@ -244,11 +159,8 @@ impl Key {
 
     /// Length of a new version: the nominal size plus up to 4 KiB, so
     /// versions differ in length.
-    fn len(&self, r: &mut u64) -> usize {
-        *r ^= *r << 13;
-        *r ^= *r >> 7;
-        *r ^= *r << 17;
-        self.base + (*r % 4096) as usize
+    fn len(&self, r: &mut XorShift64) -> usize {
+        self.base + r.below(4096) as usize
     }
 }
 
@@ -267,7 +179,7 @@ fn concurrent_connections_round_trip_10mib_and_128mib_values() {
     let keys = Arc::new(keys);
     // Every key exists once before the readers start.
     let mut c = Conn::new(&l);
-    let mut r = 0x5EEDu64;
+    let mut r = XorShift64(0x5EED);
     for k in keys.iter() {
         let len = k.len(&mut r);
         let reply = c.store(&format!("set {} {} 0 {len}", k.name, k.flags()), k.id, k.version(), len);
@@ -279,15 +191,13 @@ fn concurrent_connections_round_trip_10mib_and_128mib_values() {
         let (l, keys, reads) = (l.clone(), keys.clone(), reads.clone());
         threads.push(std::thread::spawn(move || {
             let mut c = Conn::new(&l);
-            let mut r = 0x1234_5678 + role * 0x9E37_79B9;
+            let mut r = XorShift64(0x1234_5678 + role * 0x9E37_79B9);
             let mut pick = |i: u64| -> &Key {
-                r ^= r << 13;
-                r ^= r >> 7;
-                r ^= r << 17;
+                let r = r.next_u64();
                 // One operation in three on a 128 MiB key.
                 if i % 3 == 0 { &keys[(r % 2) as usize] } else { &keys[2 + (r % 4) as usize] }
             };
-            let mut lr = 0xFACE + role;
+            let mut lr = XorShift64(0xFACE + role);
             match role {
                 0 => {
                     for i in 0..12 {

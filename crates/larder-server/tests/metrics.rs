@@ -1,14 +1,16 @@
 //! `-o metrics_port`: the admin listener answers `GET /metrics` with every
 //! general stat, per-prefix series, the latency histogram and memory by
 //! category; the scrape is read back by prometheus_client's parser
-//! (tests/observe/test_live_scrape.py) when a Python with prometheus_client
-//! is available (tests/.work/venv, or $LARDER_PYTHON).
+//! (tests/observe/test_live_scrape.py) with a Python that has
+//! prometheus_client and pytest (tests/.work/venv, or $LARDER_PYTHON). Without
+//! one, that parse fails under CI and is skipped with a `SKIPPED:` message
+//! elsewhere (`larder_testkit::require_or_skip`).
 
 mod common;
 
-use common::{binary, Larder};
+use common::{binary, free_ports, require_or_skip, Larder};
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -24,9 +26,8 @@ fn http_get(port: u16, path: &str) -> String {
 /// larder with its client port and metrics port distinct (both chosen while
 /// held, so the OS cannot hand out the same one twice).
 fn start_with_metrics(extra: &[&str]) -> (Larder, u16) {
-    let (a, b) = (TcpListener::bind("127.0.0.1:0").unwrap(), TcpListener::bind("127.0.0.1:0").unwrap());
-    let (port, mport) = (a.local_addr().unwrap().port(), b.local_addr().unwrap().port());
-    drop((a, b));
+    let ports = free_ports(2);
+    let (port, mport) = (ports[0], ports[1]);
     let child = Command::new(binary())
         .args(["-p", &port.to_string(), "-U", "0", "-o", &format!("metrics_port={mport}")])
         .args(extra)
@@ -78,20 +79,22 @@ fn metrics_endpoint_serves_a_parseable_scrape() {
 
     let file = std::env::temp_dir().join(format!("larder-scrape-{}.txt", std::process::id()));
     std::fs::write(&file, body).unwrap();
-    match python() {
-        None => eprintln!("SKIP prometheus_client parse: no python with prometheus_client and pytest (scrape in {})", file.display()),
-        Some(py) => {
-            let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-            let out = Command::new(py)
-                .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/observe/test_live_scrape.py"])
-                .current_dir(&root)
-                .env("LARDER_OBSERVE_SCRAPE", &file)
-                .output()
-                .unwrap();
-            let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-            assert!(out.status.success(), "{text}");
-            assert!(text.contains("4 passed"), "{text}");
-        }
+    let python = require_or_skip(
+        python(),
+        "a Python with prometheus_client and pytest (tests/.work/venv/bin/python, $LARDER_PYTHON or python3) to parse the scrape",
+        "scripts/test creates tests/.work/venv from tests/requirements.txt",
+    );
+    if let Some(py) = python {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let out = Command::new(py)
+            .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/observe/test_live_scrape.py"])
+            .current_dir(&root)
+            .env("LARDER_OBSERVE_SCRAPE", &file)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{text}");
+        assert!(text.contains("4 passed"), "{text}");
     }
     let _ = std::fs::remove_file(&file);
 }

@@ -27,6 +27,8 @@
 //! `--store` it also replays the traces through the real `larder_store::Store`
 //! at a memory limit ([`store`]).
 
+#![forbid(unsafe_code)]
+
 pub mod basic;
 pub mod ghost;
 pub mod list;

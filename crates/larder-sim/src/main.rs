@@ -17,6 +17,8 @@
 //! `--cap-scale F` (default 1): multiply the trace capacities by F, to see
 //! what a given advantage in items per byte is worth in miss ratio.
 
+#![forbid(unsafe_code)]
+
 use larder_sim::report::{self, Row};
 use larder_sim::workload::ScanWorkload;
 use larder_sim::{policies, replay, replay_measured, sharded_policies, trace};
@@ -78,7 +80,7 @@ fn main() {
         .unwrap_or_else(|e| panic!("reading {}: {e}", args.traces.display()))
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.to_string_lossy().ends_with(".trace.xz"))
-        .filter(|p| args.only.as_ref().is_none_or(|o| p.to_string_lossy().contains(o.as_str())))
+        .filter(|p| args.only.as_ref().map_or(true, |o| p.to_string_lossy().contains(o.as_str())))
         .collect();
     files.sort();
     for f in files {

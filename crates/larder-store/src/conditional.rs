@@ -10,7 +10,7 @@
 //! expiry, which those protocols return.
 
 use crate::shard::{Found, Why};
-use crate::{arith, item, Store, Time};
+use crate::{arith, item, NewVersion, Store, Time};
 
 /// Outcome of [`Store::delete_if`].
 #[derive(Debug, PartialEq, Eq)]
@@ -78,7 +78,7 @@ impl Store {
         let vlen = arith::new_len(oh.vlen, digits.len());
         let old_cas = l.g.cas(old);
         let size = |cas| item::item_len_cas(key.len(), vlen, oh.flags, cas);
-        let Some((loc, new_cas)) = self.reserve_version(&mut l, oh.exptime, now, 0, Some(old_cas), new_cas, size) else {
+        let Some((loc, new_cas)) = self.reserve_version(&mut l, now, NewVersion { exptime: oh.exptime, protect: 0, old_cas: Some(old_cas), new_cas }, size) else {
             return ArithOutcome::OutOfMemory;
         };
         let size = size(new_cas);

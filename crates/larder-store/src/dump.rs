@@ -257,10 +257,13 @@ mod tests {
     use crate::{Config, Departure, Mode, Store};
     use std::sync::{Arc, Mutex};
 
+    /// What the departure hook saw: (key, bytes, why), one per call.
+    type Seen = Arc<Mutex<Vec<(Vec<u8>, u64, Departure)>>>;
+
     #[test]
     fn departures_are_reported_with_their_size() {
         let s = Store::new(Config { memory_limit: 4 << 20, segment_size: 64 << 10, ..Config::default() }).unwrap();
-        let seen: Arc<Mutex<Vec<(Vec<u8>, u64, Departure)>>> = Arc::default();
+        let seen: Seen = Arc::default();
         let log = seen.clone();
         s.set_departure_hook(Some(Arc::new(move |k: &[u8], b, d, it: &crate::DepartedItem| {
             if d == Departure::Expired {
@@ -302,7 +305,7 @@ mod tests {
     #[test]
     fn moves_report_growth() {
         let s = Store::new(Config { memory_limit: 4 << 20, segment_size: 64 << 10, ..Config::default() }).unwrap();
-        let seen: Arc<Mutex<Vec<(Vec<u8>, u64, Departure)>>> = Arc::default();
+        let seen: Seen = Arc::default();
         let log = seen.clone();
         s.set_departure_hook(Some(Arc::new(move |k: &[u8], b, d, _: &crate::DepartedItem| {
             log.lock().unwrap().push((k.to_vec(), b, d))
@@ -376,8 +379,8 @@ mod tests {
         }
         assert_eq!(stepped, 899);
         assert_eq!(seen[&b"k:1".to_vec()].size, super::item_bytes(3, 8, 0));
-        assert!(!seen.contains_key(&b"k:2".to_vec()));
-        assert!(!seen.contains_key(&b"k:10".to_vec()));
+        assert!(!seen.contains_key(b"k:2".as_slice()));
+        assert!(!seen.contains_key(b"k:10".as_slice()));
         s.flush_all(10, 10);
         let mut n = 0;
         for sh in 0..s.shard_count() {

@@ -111,6 +111,8 @@
 //! flushed; a segment whose last live item is deleted or replaced is freed
 //! at once.
 
+#![forbid(unsafe_code)]
+
 mod arith;
 mod conditional;
 mod dump;
@@ -177,6 +179,41 @@ pub struct Store {
 struct Locked<'a> {
     n: usize,
     g: MutexGuard<'a, Shard>,
+}
+
+/// What a storage command writes: the item as the client sent it (the
+/// store's own decisions, such as the CAS, come later).
+#[derive(Clone, Copy)]
+pub(crate) struct Write<'a> {
+    pub(crate) mode: Mode,
+    pub(crate) key: &'a [u8],
+    pub(crate) flags: u32,
+    pub(crate) exptime: Time,
+    pub(crate) value: &'a [u8],
+}
+
+/// The new version of an item that [`Store::reserve_version`] makes room
+/// for: its expiry, which picks the TTL class, and what decides its CAS.
+#[derive(Clone, Copy)]
+struct NewVersion {
+    exptime: Time,
+    /// A segment of the shard not to evict meanwhile (the old version's,
+    /// whose bytes an append still copies; 0 = none).
+    protect: u32,
+    /// The replaced version's CAS: the new one must exceed it, so when the
+    /// CAS derived from the new place would not, an explicit one is stored.
+    old_cas: Option<u64>,
+    /// A CAS the client chose (meta `E`), stored as given.
+    new_cas: Option<u64>,
+}
+
+/// How [`Store::evict_one`] evicts.
+#[derive(Clone, Copy)]
+struct EvictHow {
+    /// Release the victim's bytes rather than keep its buffer as a spare.
+    discard: bool,
+    /// Let no item survive, whatever the policy.
+    plain: bool,
 }
 
 impl Store {
@@ -309,6 +346,8 @@ impl Store {
     /// if the key holds a live item with that CAS (`Exists` otherwise,
     /// `NotFound` if there is none). The binary and meta protocols allow a
     /// CAS on every storage mode, append and prepend included.
+    // Eight arguments, one per protocol field; larder-server calls it, so
+    // its signature changes together with larder-server/src.
     #[allow(clippy::too_many_arguments)]
     pub fn store_if(
         &self,
@@ -320,24 +359,14 @@ impl Store {
         now: Time,
         cas: Option<u64>,
     ) -> StoreResult {
-        self.store_cond(mode, key, flags, exptime, value, now, &WriteOptions { cas, ..WriteOptions::default() })
+        self.store_cond(&Write { mode, key, flags, exptime, value }, now, &WriteOptions { cas, ..WriteOptions::default() })
     }
 
     /// [`store_if`](Self::store_if) with the meta protocol's options (see
     /// [`WriteOptions`]).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn store_cond(
-        &self,
-        mode: Mode,
-        key: &[u8],
-        flags: u32,
-        exptime: Time,
-        value: &[u8],
-        now: Time,
-        opts: &WriteOptions,
-    ) -> StoreResult {
+    pub(crate) fn store_cond(&self, w: &Write<'_>, now: Time, opts: &WriteOptions) -> StoreResult {
         let mut large = 0;
-        let mut result = self.store_once(mode, key, flags, exptime, value, now, opts, &mut large);
+        let mut result = self.store_once(w, now, opts, &mut large);
         // A large object found no room while its shard was locked. Making
         // room there only try-locks other shards (waiting for one while
         // holding another could deadlock), so a shard that is merely busy —
@@ -349,11 +378,11 @@ impl Store {
             if result != StoreResult::OutOfMemory || large == 0 || !self.evict {
                 break;
             }
-            if !self.make_room(self.hasher.hash(key), large, now) {
+            if !self.make_room(self.hasher.hash(w.key), large, now) {
                 break;
             }
             large = 0;
-            result = self.store_once(mode, key, flags, exptime, value, now, opts, &mut large);
+            result = self.store_once(w, now, opts, &mut large);
         }
         result
     }
@@ -361,18 +390,8 @@ impl Store {
     /// One attempt of [`store_cond`](Self::store_cond) under the key's
     /// shard lock. On `OutOfMemory` for want of a large object's bytes,
     /// `large` is set to how many.
-    #[allow(clippy::too_many_arguments)]
-    fn store_once(
-        &self,
-        mode: Mode,
-        key: &[u8],
-        flags: u32,
-        exptime: Time,
-        value: &[u8],
-        now: Time,
-        opts: &WriteOptions,
-        large: &mut usize,
-    ) -> StoreResult {
+    fn store_once(&self, w: &Write<'_>, now: Time, opts: &WriteOptions, large: &mut usize) -> StoreResult {
+        let Write { mode, key, flags, exptime, value } = *w;
         let WriteOptions { cas, stale_if_older, key_binary, new_cas } = *opts;
         let h = self.hasher.hash(key);
         let mut l = self.lock(h, now);
@@ -431,7 +450,7 @@ impl Store {
         let protect = old_val.map_or(0, |(seg, _, _)| seg);
         let old_cas = old_loc.map(|o| l.g.cas(o));
         let size = |cas| item::item_len_cas(key.len(), vlen, flags, cas);
-        let Some((loc, new_cas)) = self.reserve_version(&mut l, exptime, now, protect, old_cas, new_cas, size) else {
+        let Some((loc, new_cas)) = self.reserve_version(&mut l, now, NewVersion { exptime, protect, old_cas, new_cas }, size) else {
             // With the bigger form (explicit CAS): enough either way.
             let want = size(Some(0));
             if want > self.segment_size {
@@ -612,23 +631,11 @@ impl Store {
         s
     }
 
-    /// Space for a new version of an item expiring at `exptime`, in the
-    /// open segment of its TTL class (see [`ttl`]), and the explicit CAS it
-    /// stores: `new_cas` if given (meta `E`), else a fresh one when its
-    /// derived CAS would not exceed `old_cas`, the replaced version's (see
-    /// [`Shard::needs_fresh_cas`]). `size(cas)`: the item's bytes with that
-    /// CAS field. `protect` as in [`reserve`](Self::reserve).
-    #[allow(clippy::too_many_arguments)]
-    fn reserve_version(
-        &self,
-        l: &mut Locked<'_>,
-        exptime: Time,
-        now: Time,
-        protect: u32,
-        old_cas: Option<u64>,
-        new_cas: Option<u64>,
-        size: impl Fn(Option<u64>) -> usize,
-    ) -> Option<(Loc, Option<u64>)> {
+    /// Space for a new version `v` of an item, in the open segment of its
+    /// TTL class (see [`ttl`]), and the explicit CAS it stores (see
+    /// [`NewVersion`]). `size(cas)`: the item's bytes with that CAS field.
+    fn reserve_version(&self, l: &mut Locked<'_>, now: Time, v: NewVersion, size: impl Fn(Option<u64>) -> usize) -> Option<(Loc, Option<u64>)> {
+        let NewVersion { exptime, protect, old_cas, new_cas } = v;
         let slot = l.g.open_slot(exptime, now, &self.pool);
         let cas = new_cas.or_else(|| {
             let old = old_cas?;
@@ -685,7 +692,7 @@ impl Store {
             }
             let plain = evictions >= MAX_COPYING_EVICTIONS;
             let me = l.n;
-            if self.evict_one(Some(&mut *l), me, large.is_some(), protect, now, plain, &mut order) {
+            if self.evict_one(Some(&mut *l), me, protect, now, EvictHow { discard: large.is_some(), plain }, &mut order) {
                 idle = 0;
                 evictions += 1;
                 continue;
@@ -714,7 +721,7 @@ impl Store {
                 return true;
             }
             let plain = evictions >= MAX_COPYING_EVICTIONS;
-            if !self.evict_one(None, me, true, 0, now, plain, &mut order) {
+            if !self.evict_one(None, me, 0, now, EvictHow { discard: true, plain }, &mut order) {
                 return false;
             }
         }
@@ -724,21 +731,11 @@ impl Store {
     /// Evicts one segment. With the requesting shard locked (`l`): from it,
     /// or from a shard that can be locked without waiting; without
     /// (`None`, shard number `me`): from any shard, waiting for its lock.
-    /// `discard`: release its bytes rather than keep the buffer as a spare.
-    /// `plain`: let no item survive, whatever the policy. Whether anything
-    /// was freed (or, when survivors were compacted into the victim, made
-    /// room).
-    #[allow(clippy::too_many_arguments)]
-    fn evict_one(
-        &self,
-        mut l: Option<&mut Locked<'_>>,
-        me: usize,
-        discard: bool,
-        protect: u32,
-        now: Time,
-        plain: bool,
-        order: &mut Vec<usize>,
-    ) -> bool {
+    /// `protect` as in [`reserve`](Self::reserve); `how`: see [`EvictHow`].
+    /// Whether anything was freed (or, when survivors were compacted into
+    /// the victim, made room).
+    fn evict_one(&self, mut l: Option<&mut Locked<'_>>, me: usize, protect: u32, now: Time, how: EvictHow, order: &mut Vec<usize>) -> bool {
+        let EvictHow { discard, plain } = how;
         let oldest: Vec<u64> = self.published.iter().map(|p| p.oldest.load(Ordering::Relaxed)).collect();
         // Out of segment ids in this shard: only its own segments help.
         let own_only = l.as_ref().is_some_and(|l| !l.g.segs.has_free_id());

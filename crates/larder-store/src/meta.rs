@@ -14,7 +14,7 @@
 //! while; the server decides who refills it.
 
 use crate::shard::{Found, Why};
-use crate::{item, Item, Lookup, Mode, Store, StoreResult, Time};
+use crate::{item, Item, Lookup, Mode, NewVersion, Store, StoreResult, Time, Write};
 
 /// What a meta get may do besides reading.
 #[derive(Clone, Copy, Debug, Default)]
@@ -95,7 +95,7 @@ impl Store {
                 };
                 let Some(ttl) = opts.vivify else { return miss };
                 let size = |cas| item::item_len_cas(key.len(), 0, 0, cas);
-                let Some((loc, _)) = self.reserve_version(&mut l, ttl, now, 0, None, opts.new_cas, size) else { return miss };
+                let Some((loc, _)) = self.reserve_version(&mut l, now, NewVersion { exptime: ttl, protect: 0, old_cas: None, new_cas: opts.new_cas }, size) else { return miss };
                 item::encode_cas(l.g.item_bytes_mut(loc), key, 0, 0, ttl, now, opts.new_cas);
                 item::set_key_binary(l.g.item_bytes_mut(loc), opts.key_binary);
                 if !l.g.commit(h, loc, None, true, &self.env(now)) {
@@ -162,7 +162,7 @@ impl Store {
         let old_cas = l.g.cas(old);
         let size = |cas| item::item_len_cas(oh.klen, oh.vlen, oh.flags, cas);
         let new_exptime = exptime.unwrap_or(oh.exptime);
-        let Some((loc, new_cas)) = self.reserve_version(&mut l, new_exptime, now, old.seg, Some(old_cas), new_cas, size) else {
+        let Some((loc, new_cas)) = self.reserve_version(&mut l, now, NewVersion { exptime: new_exptime, protect: old.seg, old_cas: Some(old_cas), new_cas }, size) else {
             // No room for the copy: deleting is the safe fallback, a reader
             // then misses instead of reading a value known to be stale.
             if let Some(pos) = l.g.index.find_loc(h, old) {
@@ -211,6 +211,8 @@ impl Store {
     }
 
     /// A meta set (`ms`): [`store_if`](Store::store_if) with [`WriteOptions`].
+    // Eight arguments, one per protocol field; larder-server calls it, so
+    // its signature changes together with larder-server/src.
     #[allow(clippy::too_many_arguments)]
     pub fn meta_store(
         &self,
@@ -222,7 +224,7 @@ impl Store {
         now: Time,
         opts: &WriteOptions,
     ) -> StoreResult {
-        self.store_cond(mode, key, flags, exptime, value, now, opts)
+        self.store_cond(&Write { mode, key, flags, exptime, value }, now, opts)
     }
 }
 
@@ -261,9 +263,9 @@ mod tests {
         s.store(Mode::Set, b"k", 0, 200, b"v", 100);
         let r = |t| MetaGet { bump: true, recache_before: Some(t), ..MetaGet::default() };
         // 100 s left, threshold 30 s ahead: no win.
-        assert_eq!(flags_of(&s, b"k", 100, r(130)).unwrap().0, false);
+        assert!(!flags_of(&s, b"k", 100, r(130)).unwrap().0);
         // 20 s left: the first asker wins, the next does not.
-        assert_eq!(flags_of(&s, b"k", 180, r(210)).unwrap().0, true);
+        assert!(flags_of(&s, b"k", 180, r(210)).unwrap().0);
         assert_eq!(flags_of(&s, b"k", 181, r(211)), Some((false, false, true, b"v".to_vec())));
     }
 
@@ -306,7 +308,7 @@ mod tests {
         assert_eq!(graced(&s, 139), Some((b"old".to_vec(), true)));
         assert_eq!(graced(&s, 140), None);
         s.store(Mode::Set, b"k", 0, 110, b"old", 100);
-        assert!(s.delete(b"k", 115) == false, "expired: delete finds nothing live");
+        assert!(!s.delete(b"k", 115), "expired: delete finds nothing live");
         assert_eq!(graced(&s, 116), None, "a delete ends grace at once");
         s.store(Mode::Set, b"k", 0, 110, b"old", 100);
         s.store(Mode::Set, b"k", 0, 0, b"new", 120);

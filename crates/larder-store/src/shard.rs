@@ -632,22 +632,11 @@ impl Shard {
     /// Moves the surviving item at `loc` (header `h`, in victim `victim`)
     /// to the open main segment or, failing that, to offset `*compact` of
     /// the victim, carrying its CAS; points its index slot (`pos`) at the
-    /// copy with the decayed counter. `false` if it fits nowhere (moved
-    /// items grow by their CAS field, and compaction in place must not
-    /// overwrite items not yet walked): it then dies like the others.
-    #[allow(clippy::too_many_arguments)]
-    fn keep_moved(&mut self, victim: u32, loc: Loc, h: &Header, from_main: bool, keep_all: bool, pos: Pos, compact: &mut Option<usize>) -> bool {
-        let f = self.index.freq(pos);
-        // From main, one pass costs one hit; counts above 3 (the 2-bit
-        // counter of S3-FIFO) buy no more passes, or items that were hot
-        // long ago would stay for 15 passes: calcification.
-        let nf = if keep_all {
-            f // compaction: the item has not been judged, only moved
-        } else if from_main {
-            f.min(3) - 1
-        } else {
-            0
-        };
+    /// copy with counter `nf` (see [`survivor_freq`]). `false` if it fits
+    /// nowhere (moved items grow by their CAS field, and compaction in
+    /// place must not overwrite items not yet walked): it then dies like
+    /// the others.
+    fn keep_moved(&mut self, victim: u32, loc: Loc, h: &Header, nf: u8, pos: Pos, compact: &mut Option<usize>) -> bool {
         let size = h.total();
         let cas = self.cas(loc);
         let (hdr, hlen) = item::moved_header(self.segs.bytes(victim, loc.off), cas);
@@ -737,7 +726,7 @@ impl Shard {
             let key_hash = self.hasher.hash(self.key_at(loc));
             if let Some(pos) = self.index.find_loc(key_hash, loc) {
                 let f = self.index.freq(pos);
-                if !h.expired(now) && (keep_all || f > 0) && self.keep_moved(id, loc, &h, from_main, keep_all, pos, &mut compact) {
+                if !h.expired(now) && (keep_all || f > 0) && self.keep_moved(id, loc, &h, survivor_freq(f, from_main, keep_all), pos, &mut compact) {
                     // moved
                 } else {
                     let why = if h.expired(now) {
@@ -769,6 +758,22 @@ impl Shard {
         }
         self.publish();
         None
+    }
+}
+
+/// The access counter of an item that survives an eviction pass with
+/// counter `f` (`f > 0` unless `keep_all`). From main, one pass costs one
+/// hit; counts above 3 (the 2-bit counter of S3-FIFO) buy no more passes,
+/// or items that were hot long ago would stay for 15 passes: calcification.
+/// From the small queue it starts over at 0. A compaction (`keep_all`) has
+/// not judged the item, only moved it: the counter stays.
+fn survivor_freq(f: u8, from_main: bool, keep_all: bool) -> u8 {
+    if keep_all {
+        f
+    } else if from_main {
+        f.min(3) - 1
+    } else {
+        0
     }
 }
 

@@ -1,6 +1,7 @@
 //! Memory limit, eviction, `-M` (no eviction), large objects, memlimit changes.
 
 use larder_store::{Config, Lookup, Mode, Stats, Store, StoreResult};
+use larder_testkit::XorShift64;
 
 fn check_budget(st: &Stats) {
     let seg = st.segments_used * st.segment_size + st.index_bytes + st.large_bytes;
@@ -11,12 +12,9 @@ fn check_budget(st: &Stats) {
 
 fn value(i: u64, len: usize) -> Vec<u8> {
     let mut v = Vec::with_capacity(len);
-    let mut x = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut x = XorShift64(i.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     while v.len() < len {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        v.push(x as u8);
+        v.push(x.next_u64() as u8);
     }
     v
 }

@@ -4,28 +4,22 @@
 //! a memory limit that cannot hold them all, so large objects are evicted
 //! while others are being read.
 //!
-//! Every value describes itself: key id, version, length, a pattern seeded by
-//! (key, version), and a checksum. A reader regenerates the pattern from the
-//! header and compares every byte, so a value that is torn (two versions
-//! mixed), truncated, extended, or another key's is caught, not just one
-//! whose checksum happens to fail.
+//! Every value describes itself (`larder_testkit::values`): key id, version,
+//! length, a pattern seeded by (key, version), and a checksum. A reader
+//! regenerates the pattern from the header and compares every byte, so a
+//! value that is torn (two versions mixed), truncated, extended, or another
+//! key's is caught, not just one whose checksum happens to fail.
 //!
 //! The amount of work is fixed (operations per thread), never a duration,
 //! and nothing asserts on time.
 
-// `is_multiple_of` is newer than the workspace MSRV (1.80).
-#![allow(unknown_lints, clippy::manual_is_multiple_of)]
-
 use larder_store::{Config, Lookup, Mode, Store, StoreResult};
+use larder_testkit::values::{check_value, make_value};
+use larder_testkit::XorShift64;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 const MIB: usize = 1 << 20;
-const MAGIC: &[u8; 8] = b"LARDERLV";
-/// magic, key id (u32), version (u64), length (u64).
-const HEAD: usize = 8 + 4 + 8 + 8;
-/// Trailing checksum (u64).
-const TAIL: usize = 8;
 
 /// The tests of this file each hold several hundred MiB; run them one at a
 /// time so that the test binary's peak memory stays modest.
@@ -33,104 +27,6 @@ static HEAVY: Mutex<()> = Mutex::new(());
 
 fn heavy() -> std::sync::MutexGuard<'static, ()> {
     HEAVY.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn seed(key: u32, version: u64) -> u64 {
-    // splitmix64 of (key, version): distinct, well-mixed streams.
-    let mut z = (u64::from(key) << 40 ^ version).wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    (z ^ (z >> 31)) | 1
-}
-
-fn next(x: &mut u64) -> u64 {
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    *x
-}
-
-/// FNV-1a over 8-byte words (the last partial word zero-padded).
-fn checksum(data: &[u8]) -> u64 {
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
-    let mut chunks = data.chunks_exact(8);
-    for c in &mut chunks {
-        h = (h ^ u64::from_le_bytes(c.try_into().unwrap())).wrapping_mul(0x100_0000_01b3);
-    }
-    let rest = chunks.remainder();
-    if !rest.is_empty() {
-        let mut w = [0u8; 8];
-        w[..rest.len()].copy_from_slice(rest);
-        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(0x100_0000_01b3);
-    }
-    h
-}
-
-/// Fills `out` with version `version` of key `key`, `len` bytes long.
-fn make_value(out: &mut Vec<u8>, key: u32, version: u64, len: usize) {
-    assert!(len >= HEAD + TAIL);
-    out.clear();
-    out.resize(len, 0);
-    out[..8].copy_from_slice(MAGIC);
-    out[8..12].copy_from_slice(&key.to_le_bytes());
-    out[12..20].copy_from_slice(&version.to_le_bytes());
-    out[20..28].copy_from_slice(&(len as u64).to_le_bytes());
-    let mut x = seed(key, version);
-    let body_end = len - TAIL;
-    let mut chunks = out[HEAD..body_end].chunks_exact_mut(8);
-    for c in &mut chunks {
-        c.copy_from_slice(&next(&mut x).to_le_bytes());
-    }
-    let rest = chunks.into_remainder();
-    let n = rest.len();
-    rest.copy_from_slice(&next(&mut x).to_le_bytes()[..n]);
-    let sum = checksum(&out[..body_end]);
-    out[body_end..].copy_from_slice(&sum.to_le_bytes());
-}
-
-/// Checks that `v` is exactly one complete version written for key `key`;
-/// returns that version.
-fn check_value(key: u32, v: &[u8]) -> Result<u64, String> {
-    if v.len() < HEAD + TAIL {
-        return Err(format!("key {key}: value of {} bytes is too short", v.len()));
-    }
-    if &v[..8] != MAGIC {
-        return Err(format!("key {key}: bad magic {:?}", &v[..8]));
-    }
-    let id = u32::from_le_bytes(v[8..12].try_into().unwrap());
-    let version = u64::from_le_bytes(v[12..20].try_into().unwrap());
-    let len = u64::from_le_bytes(v[20..28].try_into().unwrap());
-    if id != key {
-        return Err(format!("key {key}: holds a value of key {id} (version {version})"));
-    }
-    if len != v.len() as u64 {
-        return Err(format!("key {key} version {version}: {} bytes, header says {len}", v.len()));
-    }
-    let body_end = v.len() - TAIL;
-    let sum = u64::from_le_bytes(v[body_end..].try_into().unwrap());
-    if sum != checksum(&v[..body_end]) {
-        return Err(format!("key {key} version {version}: checksum mismatch (torn or corrupted value)"));
-    }
-    // The checksum could in principle collide; the pattern cannot.
-    let mut x = seed(key, version);
-    let mut chunks = v[HEAD..body_end].chunks_exact(8);
-    for (i, c) in (&mut chunks).enumerate() {
-        if c != next(&mut x).to_le_bytes() {
-            return Err(format!("key {key} version {version}: wrong bytes at offset {}", HEAD + 8 * i));
-        }
-    }
-    let rest = chunks.remainder();
-    if rest != &next(&mut x).to_le_bytes()[..rest.len()] {
-        return Err(format!("key {key} version {version}: wrong tail bytes"));
-    }
-    Ok(version)
-}
-
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        next(&mut self.0) % n
-    }
 }
 
 /// One key of the test and the versions handed out for it.
@@ -144,7 +40,7 @@ struct Key {
 }
 
 impl Key {
-    fn len(&self, r: &mut Rng) -> usize {
+    fn len(&self, r: &mut XorShift64) -> usize {
         self.base + r.below(64 << 10) as usize
     }
 }
@@ -209,27 +105,6 @@ fn keys(n_big: u32, n_mid: u32) -> Vec<Key> {
         .collect()
 }
 
-#[test]
-fn value_format_detects_tearing() {
-    let mut a = Vec::new();
-    let mut b = Vec::new();
-    make_value(&mut a, 3, 7, 100_003);
-    make_value(&mut b, 3, 8, 100_003);
-    assert_eq!(check_value(3, &a), Ok(7));
-    assert!(check_value(4, &a).is_err(), "another key's value");
-    // Half of one version, half of the next.
-    let mut torn = a.clone();
-    torn[50_000..].copy_from_slice(&b[50_000..]);
-    assert!(check_value(3, &torn).is_err());
-    torn = a.clone();
-    torn[60_001] ^= 1;
-    assert!(check_value(3, &torn).is_err(), "one flipped bit");
-    assert!(check_value(3, &a[..a.len() - 1]).is_err(), "truncated");
-    let mut longer = a.clone();
-    longer.push(0);
-    assert!(check_value(3, &longer).is_err(), "extended");
-}
-
 /// Writers overwrite (set and cas), readers read, one thread deletes, all on
 /// the same few keys; memory holds about two thirds of the data.
 #[test]
@@ -251,7 +126,7 @@ fn large_values_never_tear_under_concurrent_overwrites_and_eviction() {
 
     // Every key written once, in order: the last ones evict the first.
     let mut buf = Vec::new();
-    let mut r = Rng(0x5EED);
+    let mut r = XorShift64(0x5EED);
     for k in &shared.keys {
         let len = k.len(&mut r);
         make_value(&mut buf, k.id, k.next_version.fetch_add(1, Ordering::SeqCst), len);
@@ -280,7 +155,7 @@ fn large_values_never_tear_under_concurrent_overwrites_and_eviction() {
     for t in 0..2u64 {
         let sh = shared.clone();
         threads.push(std::thread::spawn(move || {
-            let mut r = Rng(0xA11CE + t * 0x9E37_79B9);
+            let mut r = XorShift64(0xA11CE + t * 0x9E37_79B9);
             let (mut out, mut inb) = (Vec::new(), Vec::new());
             for i in 0..24 {
                 // One write in four is a 128 MiB key.
@@ -310,7 +185,7 @@ fn large_values_never_tear_under_concurrent_overwrites_and_eviction() {
     for t in 0..3u64 {
         let sh = shared.clone();
         threads.push(std::thread::spawn(move || {
-            let mut r = Rng(0xBEEF + t * 0x9E37_79B9);
+            let mut r = XorShift64(0xBEEF + t * 0x9E37_79B9);
             let mut buf = Vec::new();
             for i in 0..40 {
                 let k = &sh.keys[r.below(sh.keys.len() as u64) as usize];

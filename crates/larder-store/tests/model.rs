@@ -11,29 +11,9 @@
 //! A hand-rolled SplitMix64 generator keeps the test dependency-free; each
 //! failure prints the seed and op number, and `MODEL_SEED=<n>` replays one.
 
-// `is_multiple_of` is newer than the workspace MSRV (1.80).
-#![allow(unknown_lints, clippy::manual_is_multiple_of)]
-
 use larder_store::{ArithResult, Config, Lookup, Mode, Store, StoreResult};
+use larder_testkit::SplitMix64;
 use std::collections::{HashMap, HashSet};
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn chance(&mut self, pct: u64) -> bool {
-        self.below(100) < pct
-    }
-}
 
 #[derive(Clone, Debug)]
 struct MItem {
@@ -146,7 +126,7 @@ fn model_parse(v: &[u8]) -> Option<u64> {
     }
 }
 
-fn gen_value(r: &mut Rng, seg: usize, large: bool) -> Vec<u8> {
+fn gen_value(r: &mut SplitMix64, seg: usize, large: bool) -> Vec<u8> {
     let pick = r.below(20);
     match if !large && pick == 11 { 12 } else { pick } {
         0..=5 => r.below(1_000_000).to_string().into_bytes(),
@@ -163,7 +143,7 @@ fn gen_value(r: &mut Rng, seg: usize, large: bool) -> Vec<u8> {
     }
 }
 
-fn gen_key(r: &mut Rng, nkeys: u64) -> Vec<u8> {
+fn gen_key(r: &mut SplitMix64, nkeys: u64) -> Vec<u8> {
     let k = r.below(nkeys);
     if k % 7 == 0 {
         let mut v = format!("long{k}:").into_bytes();
@@ -186,7 +166,7 @@ fn run_keys(seed: u64, ops: usize, exact: bool, keys: Option<u64>, config: Confi
     let seg = config.segment_size;
     let s = Store::new(config).unwrap();
     let mut m = Model { exact, ..Model::default() };
-    let mut r = Rng(seed);
+    let mut r = SplitMix64(seed);
     let mut now: u32 = 1000;
     // Few keys: many collisions between operations; more keys than fit
     // when memory is small.
@@ -201,7 +181,7 @@ fn run_keys(seed: u64, ops: usize, exact: bool, keys: Option<u64>, config: Confi
         // Many-key runs keep most items alive for long, so the data grows.
         let quiet = !exact || keys.is_some();
         let exptime = if r.chance(if quiet { 95 } else { 70 }) { 0 } else { now + 1 + r.below(8) as u32 };
-        let flags = if r.chance(60) { 0 } else { r.next() as u32 };
+        let flags = if r.chance(60) { 0 } else { r.next_u64() as u32 };
         let pick = r.below(10_000);
         let flush = if quiet { 1 } else { 30 };
         match if pick < flush { 99 } else { pick % 98 } {

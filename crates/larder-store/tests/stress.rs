@@ -4,10 +4,8 @@
 //! misdirected read is detected. Bounded in time; a deadlock shows up as the
 //! test timing out, a panic inside a worker fails the test.
 
-// `is_multiple_of` is newer than the workspace MSRV (1.80).
-#![allow(unknown_lints, clippy::manual_is_multiple_of)]
-
 use larder_store::{ArithResult, Config, Lookup, Mode, Store, StoreResult};
+use larder_testkit::XorShift64;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,12 +20,9 @@ fn fnv(data: &[u8]) -> u64 {
 fn make_value(key: &[u8], seed: u64, len: usize) -> Vec<u8> {
     let mut v = key.to_vec();
     v.push(b'|');
-    let mut x = seed | 1;
+    let mut x = XorShift64(seed | 1);
     while v.len() < len.max(key.len() + 1) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        v.push(b'a' + (x % 26) as u8);
+        v.push(b'a' + x.below(26) as u8);
     }
     let sum = fnv(&v);
     v.extend_from_slice(format!("{sum:016x}").as_bytes());
@@ -39,16 +34,6 @@ fn check_value(key: &[u8], v: &[u8]) {
     let (body, sum) = v.split_at(v.len() - 16);
     assert!(body.starts_with(key) && body[key.len()] == b'|', "value of another key under {:?}", String::from_utf8_lossy(key));
     assert_eq!(std::str::from_utf8(sum).unwrap(), format!("{:016x}", fnv(body)), "torn value under {:?}", String::from_utf8_lossy(key));
-}
-
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
 }
 
 #[test]
@@ -64,7 +49,7 @@ fn mixed_ops_under_eviction_never_tear() {
         .map(|t| {
             let (s, stop, clock, ops) = (s.clone(), stop.clone(), clock.clone(), ops.clone());
             std::thread::spawn(move || {
-                let mut r = Rng(0x1234_5678 + t as u64 * 0x9E37_79B9);
+                let mut r = XorShift64(0x1234_5678 + t as u64 * 0x9E37_79B9);
                 let mut n = 0u64;
                 while !stop.load(Ordering::Relaxed) {
                     let now = clock.load(Ordering::Relaxed);

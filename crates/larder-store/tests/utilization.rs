@@ -4,22 +4,9 @@
 //! replace existing keys.
 
 use larder_store::{ArithResult, Config, Mode, Store, StoreResult};
+use larder_testkit::XorShift64;
 
 const LIMIT: usize = 64 << 20;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 fn key(i: u64) -> Vec<u8> {
     format!("key:{i:020}").into_bytes()
@@ -30,7 +17,7 @@ fn key(i: u64) -> Vec<u8> {
 /// the limit held by live items (header, key and value) and by dead bytes.
 fn steady_state(overwrite_pct: u64, mixed_ops: bool) -> (f64, f64) {
     let s = Store::new(Config { memory_limit: LIMIT, ..Config::default() }).unwrap();
-    let mut r = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut r = XorShift64(0x9e37_79b9_7f4a_7c15);
     let value = vec![b'v'; 500];
     let mut next_key = 0u64;
     let mut written = 0usize;

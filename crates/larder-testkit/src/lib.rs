@@ -1,0 +1,35 @@
+//! # larder-testkit
+//!
+//! What larder's test suites share, so that each helper exists once: a fix
+//! to how a server is started or how a reply is read reaches every test.
+//! Used only as a `[dev-dependencies]` entry; never published.
+//!
+//! | module | what | used by |
+//! |---|---|---|
+//! | [`larder`] | start the built `larder` binary on a free port, wait until it answers, kill it on drop; optionally collect its stderr | larder-server's integration tests (through `tests/common/mod.rs`) |
+//! | [`memcached`] | the same for the reference memcached (`/usr/bin/memcached` or `$MEMCACHED_BIN`) | tests that compare with memcached |
+//! | [`client`] | a raw text-protocol client: send bytes, read lines, exact lengths, or until a terminator, with timeouts | every test that talks to a server |
+//! | [`launch`] | free ports, and the start-and-check-the-pid loop both launchers share | the launchers; tests that need several ports |
+//! | [`rng`] | the seeded generators the tests use (xorshift64, xorshift64*, splitmix64) | random workloads and values |
+//! | [`values`] | self-describing values that expose tearing, truncation and misdirection | large-value tests of the store and the server |
+//! | [`policy`] | [`require_or_skip`]: what a test does when memcached or Python is missing (fail under CI, `SKIPPED:` elsewhere) | tests with outside dependencies |
+//!
+//! Everything is blocking std I/O on 127.0.0.1; no test here touches another
+//! machine.
+
+#![forbid(unsafe_code)]
+
+pub mod client;
+pub mod larder;
+pub mod launch;
+pub mod memcached;
+pub mod policy;
+pub mod rng;
+pub mod values;
+
+pub use client::Client;
+pub use larder::{find_larder_binary, larder_binary, Larder, Stderr};
+pub use launch::{free_port, free_ports};
+pub use memcached::Memcached;
+pub use policy::require_or_skip;
+pub use rng::{splitmix64, SplitMix64, XorShift64, XorShift64Star};
