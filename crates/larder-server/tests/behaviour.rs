@@ -11,11 +11,10 @@
 
 mod common;
 
-use common::{free_port, Larder};
+use common::{Larder, Memcached};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A reply, whatever protocol carried it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,52 +44,6 @@ enum P {
 }
 
 const PROTOCOLS: [P; 3] = [P::Text, P::Meta, P::Binary];
-
-/// memcached 1.6.18, stopped on drop.
-struct Memcached(Child, u16);
-
-impl Drop for Memcached {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// memcached with `args`, or `None` (with a message) when it is not
-/// installed; under CI (`CI` set) a missing memcached fails the test:
-/// `scripts/test` installs it.
-fn memcached(args: &[&str]) -> Option<Memcached> {
-    let bin = std::env::var("MEMCACHED_BIN").unwrap_or_else(|_| "/usr/bin/memcached".into());
-    if !std::path::Path::new(&bin).exists() {
-        assert!(std::env::var_os("CI").is_none(), "no memcached at {bin} under CI (scripts/test installs it)");
-        eprintln!("SKIPPED (memcached comparison): no memcached at {bin}");
-        return None;
-    }
-    for _ in 0..10 {
-        let port = free_port();
-        let port_s = port.to_string();
-        let child = Command::new(&bin)
-            .args(["-p", &port_s, "-U", "0", "-l", "127.0.0.1", "-u", "root"])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start memcached");
-        let mut m = Memcached(child, port);
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if m.0.try_wait().ok().flatten().is_some() {
-                break;
-            }
-            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return Some(m);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-    panic!("memcached did not start");
-}
 
 /// One connection speaking protocol `p`.
 struct Conn {
@@ -447,7 +400,7 @@ impl Server {
     fn port(&self) -> u16 {
         match self {
             Server::Larder(l) => l.port,
-            Server::Memcached(m) => m.1,
+            Server::Memcached(m) => m.port,
         }
     }
 
@@ -463,7 +416,8 @@ impl Server {
 fn servers(args: &[&str], compare: bool) -> Vec<Server> {
     let mut v = vec![Server::Larder(Larder::start(args))];
     if compare {
-        if let Some(m) = memcached(args) {
+        // Under CI a missing memcached fails (the test kit's policy).
+        if let Some(m) = Memcached::start_or_skip(args) {
             v.push(Server::Memcached(m));
         }
     }
