@@ -58,12 +58,14 @@ class Server:
             cmd += ["-u", "root"]
         return cmd + self.args
 
-    def start(self):
+    def start(self, port=None):
+        """Start on a free port, or on `port` (a restart on the port it had: one try)."""
         if not (os.path.isfile(self.binary) and os.access(self.binary, os.X_OK)):
             raise RuntimeError(f"{self.name}: no executable at {self.binary}")
         last = ""
-        for _ in range(5):  # another process may grab the port between free_port() and bind
-            port = free_port()
+        # another process may grab the port between free_port() and bind: try others
+        for _ in range(1 if port else 5):
+            port = port or free_port()
             fd, self.log_path = tempfile.mkstemp(prefix=f"{self.name}-{port}-", suffix=".log")
             log = os.fdopen(fd, "wb")
             cmd = self.command(port)
@@ -77,6 +79,7 @@ class Server:
                 return self
             last = self.log_text()
             self.stop()
+            port = None
         raise RuntimeError(f"{self.name} did not start: {' '.join(self.command('PORT'))}\n{last}")
 
     def _wait_ready(self):
