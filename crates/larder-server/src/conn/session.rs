@@ -22,7 +22,7 @@
 //!
 //! `watch` ends the session: once the logger accepts the watcher, the
 //! worker hands the socket to the logger thread ([`Status::Watch`]; see
-//! `logger.rs`) and anything pipelined behind the command is dropped, as
+//! `trace/watch.rs`) and anything pipelined behind the command is dropped, as
 //! memcached ignores it.
 
 use crate::exec::{After, Ctx};

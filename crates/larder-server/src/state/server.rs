@@ -68,7 +68,7 @@ pub struct Server {
     /// Observability state shared by the workers (each has its own
     /// `ObserverWorker`, see `observe.rs`).
     pub observer: larder_observe::observer::Observer,
-    /// `watch` log streams (`logger.rs`); shared with the store's departure
+    /// `watch` log streams (`trace/watch.rs`); shared with the store's departure
     /// hook, hence the Arc.
     pub log: std::sync::Arc<crate::trace::watch::Logger>,
     verbosity: AtomicU32,

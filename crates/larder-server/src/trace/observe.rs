@@ -63,7 +63,7 @@ fn with_worker(f: impl FnOnce(&mut ObserverWorker)) {
 }
 
 /// Report the store's evictions, expiries and flushes to the worker whose
-/// store call caused them, and evictions to `watch evictions` (logger.rs).
+/// store call caused them, and evictions to `watch evictions` (trace/watch.rs).
 /// `observe`: per-prefix accounting is on; `watch`: `watch` is allowed.
 pub fn install_departure_hook(store: &larder_store::Store, log: &Arc<Logger>, observe: bool, watch: bool) {
     if !observe && !watch {

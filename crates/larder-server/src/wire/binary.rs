@@ -26,7 +26,7 @@ pub fn triage<'a>(cx: &mut Ctx<'_>, parsed: BinParsed<'a>, out: &mut Vec<u8>) ->
         BinParsed::Incomplete { needed } => BinStep::Wait(needed),
         BinParsed::Error { response_status, opcode, opaque, consumed, swallow, close, unlink_key } => {
             // Only a too-large set names its key (memcached 1.6.18 crashes
-            // logging a too-large binary store: see logger.rs; larder logs
+            // logging a too-large binary store: see trace/watch.rs; larder logs
             // it like the text one).
             match (unlink_key, response_status) {
                 (Some(key), _) => exec::store::refuse_too_large(cx, key, StoreCmd::Set),
