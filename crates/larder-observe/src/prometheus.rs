@@ -238,8 +238,7 @@ pub const GAUGE_STATS: &[&str] = &[
 pub fn write_stats(e: &mut Exposition, stats: &[(&str, &str)]) {
     for &(name, value) in stats {
         if name == "version" {
-            e.family("larder_info", "Server version.", MetricType::Gauge);
-            e.sample("larder_info", &[("version", value)], 1.0);
+            write_version(e, value);
             continue;
         }
         let v: f64 = match value {
@@ -250,17 +249,29 @@ pub fn write_stats(e: &mut Exposition, stats: &[(&str, &str)]) {
                 Err(_) => continue,
             },
         };
-        let base = sanitize_name(name);
-        let help = format!("memcached stat {name}.");
-        if name.starts_with("rusage_") {
-            let n = format!("larder_{base}_seconds_total");
-            e.counter(&n, &help, v);
-        } else if GAUGE_STATS.contains(&name) {
-            e.gauge(&format!("larder_{base}"), &help, v);
-        } else {
-            let n = if base.ends_with("_total") { format!("larder_{base}") } else { format!("larder_{base}_total") };
-            e.counter(&n, &help, v);
-        }
+        write_stat(e, name, v);
+    }
+}
+
+/// The server version, as the `larder_info` gauge's label.
+pub fn write_version(e: &mut Exposition, version: &str) {
+    e.family("larder_info", "Server version.", MetricType::Gauge);
+    e.sample("larder_info", &[("version", version)], 1.0);
+}
+
+/// One numeric memcached stat, named and typed as [`write_stats`] does
+/// (for servers that hold their figures as numbers, not text).
+pub fn write_stat(e: &mut Exposition, name: &str, v: f64) {
+    let base = sanitize_name(name);
+    let help = format!("memcached stat {name}.");
+    if name.starts_with("rusage_") {
+        let n = format!("larder_{base}_seconds_total");
+        e.counter(&n, &help, v);
+    } else if GAUGE_STATS.contains(&name) {
+        e.gauge(&format!("larder_{base}"), &help, v);
+    } else {
+        let n = if base.ends_with("_total") { format!("larder_{base}") } else { format!("larder_{base}_total") };
+        e.counter(&n, &help, v);
     }
 }
 

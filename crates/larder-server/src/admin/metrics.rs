@@ -22,7 +22,7 @@
 //!   request are not seen).
 
 use crate::state::server::Server;
-use larder_observe::prometheus::{respond, write_stats, Exposition, HttpReply, MetricType};
+use larder_observe::prometheus::{respond, Exposition, HttpReply, MetricType};
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
@@ -73,25 +73,24 @@ fn serve(srv: &Server, mut s: TcpStream) {
 
 /// The exposition text.
 pub fn render(srv: &Server) -> String {
-    let mut text = Vec::new();
-    crate::exec::report::stats(srv, b"", srv.clock.now(), &mut text);
-    crate::exec::report::stats(srv, b"larder", srv.clock.now(), &mut text);
-    let text = String::from_utf8_lossy(&text);
-    let mut memcached = Vec::new();
-    let mut ours = Vec::new();
-    for line in text.lines() {
-        let Some(rest) = line.strip_prefix("STAT ") else { continue };
-        let Some((name, value)) = rest.split_once(' ') else { continue };
-        if name.starts_with("larder_") {
-            ours.push((name, value));
-        } else {
-            memcached.push((name, value));
+    use crate::exec::report::{snapshot, Group, Value};
+    let now = srv.clock.now();
+    let mut e = Exposition::new();
+    // memcached's figures, then larder's own: typed, never re-parsed.
+    for (name, value) in &snapshot(srv, Group::General, now).stats {
+        match value {
+            Value::Str(v) if name == "version" => larder_observe::prometheus::write_version(&mut e, v),
+            Value::Str(_) => {}
+            Value::U64(v) => larder_observe::prometheus::write_stat(&mut e, name, *v as f64),
+            Value::F64(v) => larder_observe::prometheus::write_stat(&mut e, name, *v),
         }
     }
-    let mut e = Exposition::new();
-    write_stats(&mut e, &memcached);
-    for (name, value) in ours {
-        let Ok(v) = value.parse::<f64>() else { continue };
+    for (name, value) in &snapshot(srv, Group::Larder, now).stats {
+        let v = match value {
+            Value::U64(v) => *v as f64,
+            Value::F64(v) => *v,
+            Value::Str(_) => continue,
+        };
         if name.starts_with("larder_grace_") || name == "larder_allocations" || name == "larder_compactions" {
             e.counter(&format!("{name}_total"), "larder stat.", v);
         } else {

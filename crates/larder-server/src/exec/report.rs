@@ -13,20 +13,118 @@ use crate::state::server::Server;
 use crate::state::stats::{rusage, stat_f64, VERSION};
 use larder_proto::reply::{self, stat_str, stat_u64};
 use larder_store::Time;
+use std::borrow::Cow;
 use std::io::Write;
 
+/// A group of `STAT name value` figures, typed: rendered as text `stats`,
+/// as binary `stat` packets and as Prometheus samples, never re-parsed.
+#[derive(Default)]
+pub struct Snapshot {
+    pub stats: Vec<(Cow<'static, str>, Value)>,
+}
+
+/// One figure's value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    U64(u64),
+    /// Printed with six decimals, as memcached prints rusage.
+    F64(f64),
+    Str(String),
+}
+
+impl Snapshot {
+    fn u64(&mut self, name: impl Into<Cow<'static, str>>, v: u64) {
+        self.stats.push((name.into(), Value::U64(v)));
+    }
+
+    fn f64(&mut self, name: impl Into<Cow<'static, str>>, v: f64) {
+        self.stats.push((name.into(), Value::F64(v)));
+    }
+
+    fn str(&mut self, name: impl Into<Cow<'static, str>>, v: &str) {
+        self.stats.push((name.into(), Value::Str(v.to_string())));
+    }
+
+    /// `STAT name value` lines (without the closing `END`).
+    pub fn write_text(&self, out: &mut Vec<u8>) {
+        for (name, v) in &self.stats {
+            match v {
+                Value::U64(n) => stat_u64(out, name, *n),
+                Value::F64(f) => stat_f64(out, name, *f),
+                Value::Str(t) => stat_str(out, name, t),
+            }
+        }
+    }
+
+    /// Each value as the text `stats` shows it (for binary `stat` packets).
+    pub fn for_each_text(&self, mut f: impl FnMut(&str, &[u8])) {
+        let mut buf = Vec::new();
+        for (name, v) in &self.stats {
+            buf.clear();
+            match v {
+                Value::U64(n) => larder_proto::reply::push_u64(&mut buf, *n),
+                Value::F64(x) => buf.extend_from_slice(format!("{x:.6}").as_bytes()),
+                Value::Str(t) => buf.extend_from_slice(t.as_bytes()),
+            }
+            f(name, &buf);
+        }
+    }
+}
+
+/// The `STAT` groups (`stats`, `stats settings`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Group {
+    General,
+    Settings,
+    Items,
+    Slabs,
+    Sizes,
+    Conns,
+    Larder,
+}
+
+impl Group {
+    /// The group `stats <word>` names (`None`: no word).
+    pub fn named(word: Option<&[u8]>) -> Option<Group> {
+        Some(match word {
+            None => Group::General,
+            Some(b"settings") => Group::Settings,
+            Some(b"items") => Group::Items,
+            Some(b"slabs") => Group::Slabs,
+            Some(b"sizes") => Group::Sizes,
+            Some(b"conns") => Group::Conns,
+            Some(b"larder") => Group::Larder,
+            Some(_) => return None,
+        })
+    }
+}
+
+/// The figures of one group.
+pub fn snapshot(srv: &Server, group: Group, now: Time) -> Snapshot {
+    let mut s = Snapshot::default();
+    match group {
+        Group::General => general(srv, &mut s),
+        Group::Settings => settings(srv, &mut s),
+        Group::Items => items(srv, now, &mut s),
+        Group::Slabs => slabs(srv, &mut s),
+        Group::Sizes => s.str("sizes_status", "disabled"),
+        Group::Conns => conns(srv, now, &mut s),
+        Group::Larder => larder(srv, &mut s),
+    }
+    s
+}
+
+/// Answer text `stats [args]`.
 pub fn stats(srv: &Server, args: &[u8], now: Time, out: &mut Vec<u8>) {
     let mut words = args.split(|&b| b == b' ').filter(|w| !w.is_empty());
-    match words.next() {
-        None => general(srv, out),
-        Some(b"settings") => settings(srv, out),
-        Some(b"items") => items(srv, now, out),
-        Some(b"slabs") => slabs(srv, out),
-        Some(b"sizes") => {
-            stat_str(out, "sizes_status", "disabled");
-        }
-        Some(b"conns") => conns(srv, now, out),
-        Some(b"larder") => larder(srv, out),
+    let first = words.next();
+    if let Some(group) = Group::named(first) {
+        snapshot(srv, group, now).write_text(out);
+        out.extend_from_slice(reply::END);
+        return;
+    }
+    match first {
+        None | Some(b"settings" | b"items" | b"slabs" | b"sizes" | b"conns" | b"larder") => unreachable!("a group"),
         Some(b"cachedump") => {
             let args: Vec<&[u8]> = words.collect();
             cachedump(srv, &args, now, out);
@@ -53,12 +151,8 @@ pub fn stats(srv: &Server, args: &[u8], now: Time, out: &mut Vec<u8>) {
             srv.observer.render_stats(&[w], srv.clock.unix_now().max(0) as u64, out);
             return;
         }
-        Some(_) => {
-            out.extend_from_slice(reply::ERROR);
-            return;
-        }
+        Some(_) => out.extend_from_slice(reply::ERROR),
     }
-    out.extend_from_slice(reply::END);
 }
 
 /// Largest `stats cachedump` reply, as memcached (2 MB, `END` included).
@@ -121,7 +215,7 @@ fn cachedump(srv: &Server, args: &[&[u8]], now: Time, out: &mut Vec<u8>) {
     out.extend_from_slice(reply::END);
 }
 
-fn general(srv: &Server, out: &mut Vec<u8>) {
+fn general(srv: &Server, s: &mut Snapshot) {
     let t = srv.stats.totals();
     let (total_conns, rejected) = srv.stats.conn_totals();
     let st = srv.store_stats();
@@ -133,104 +227,104 @@ fn general(srv: &Server, out: &mut Vec<u8>) {
     // larder does not have (libevent, response objects, the slab mover, the
     // LRU crawler and maintainer, the logger) are reported as what they are
     // for larder: none, zero.
-    stat_u64(out, "pid", std::process::id() as u64);
-    stat_u64(out, "uptime", srv.clock.uptime());
-    stat_u64(out, "time", srv.clock.unix_now() as u64);
-    stat_str(out, "version", VERSION);
-    stat_str(out, "libevent", "none");
-    stat_u64(out, "pointer_size", (std::mem::size_of::<usize>() * 8) as u64);
-    stat_f64(out, "rusage_user", user);
-    stat_f64(out, "rusage_system", system);
-    stat_u64(out, "max_connections", srv.settings.max_connections as u64);
-    stat_u64(out, "curr_connections", c.curr_connections.load(Relaxed));
-    stat_u64(out, "total_connections", total_conns);
+    s.u64("pid", std::process::id() as u64);
+    s.u64("uptime", srv.clock.uptime());
+    s.u64("time", srv.clock.unix_now() as u64);
+    s.str("version", VERSION);
+    s.str("libevent", "none");
+    s.u64("pointer_size", (std::mem::size_of::<usize>() * 8) as u64);
+    s.f64("rusage_user", user);
+    s.f64("rusage_system", system);
+    s.u64("max_connections", srv.settings.max_connections as u64);
+    s.u64("curr_connections", c.curr_connections.load(Relaxed));
+    s.u64("total_connections", total_conns);
     if srv.settings.maxconns_fast {
-        stat_u64(out, "rejected_connections", rejected);
+        s.u64("rejected_connections", rejected);
     }
-    stat_u64(out, "connection_structures", c.connection_structures.load(Relaxed));
+    s.u64("connection_structures", c.connection_structures.load(Relaxed));
     for name in ["response_obj_oom", "response_obj_count", "response_obj_bytes", "read_buf_count", "read_buf_bytes", "read_buf_bytes_free", "read_buf_oom"] {
-        stat_u64(out, name, 0);
+        s.u64(name, 0);
     }
-    stat_u64(out, "reserved_fds", srv.reserved_fds() as u64);
-    stat_u64(out, "cmd_get", t.cmd_get);
-    stat_u64(out, "cmd_set", t.cmd_set);
-    stat_u64(out, "cmd_flush", t.cmd_flush);
-    stat_u64(out, "cmd_touch", t.cmd_touch);
-    stat_u64(out, "cmd_meta", t.cmd_meta);
-    stat_u64(out, "get_hits", t.get_hits);
-    stat_u64(out, "get_misses", t.get_misses);
-    stat_u64(out, "get_expired", t.get_expired);
-    stat_u64(out, "get_flushed", t.get_flushed);
-    stat_u64(out, "delete_misses", t.delete_misses);
-    stat_u64(out, "delete_hits", t.delete_hits);
-    stat_u64(out, "incr_misses", t.incr_misses);
-    stat_u64(out, "incr_hits", t.incr_hits);
-    stat_u64(out, "decr_misses", t.decr_misses);
-    stat_u64(out, "decr_hits", t.decr_hits);
-    stat_u64(out, "cas_misses", t.cas_misses);
-    stat_u64(out, "cas_hits", t.cas_hits);
-    stat_u64(out, "cas_badval", t.cas_badval);
-    stat_u64(out, "touch_hits", t.touch_hits);
-    stat_u64(out, "touch_misses", t.touch_misses);
-    stat_u64(out, "store_too_large", t.store_too_large);
-    stat_u64(out, "store_no_memory", t.store_no_memory);
-    stat_u64(out, "auth_cmds", 0);
-    stat_u64(out, "auth_errors", 0);
+    s.u64("reserved_fds", srv.reserved_fds() as u64);
+    s.u64("cmd_get", t.cmd_get);
+    s.u64("cmd_set", t.cmd_set);
+    s.u64("cmd_flush", t.cmd_flush);
+    s.u64("cmd_touch", t.cmd_touch);
+    s.u64("cmd_meta", t.cmd_meta);
+    s.u64("get_hits", t.get_hits);
+    s.u64("get_misses", t.get_misses);
+    s.u64("get_expired", t.get_expired);
+    s.u64("get_flushed", t.get_flushed);
+    s.u64("delete_misses", t.delete_misses);
+    s.u64("delete_hits", t.delete_hits);
+    s.u64("incr_misses", t.incr_misses);
+    s.u64("incr_hits", t.incr_hits);
+    s.u64("decr_misses", t.decr_misses);
+    s.u64("decr_hits", t.decr_hits);
+    s.u64("cas_misses", t.cas_misses);
+    s.u64("cas_hits", t.cas_hits);
+    s.u64("cas_badval", t.cas_badval);
+    s.u64("touch_hits", t.touch_hits);
+    s.u64("touch_misses", t.touch_misses);
+    s.u64("store_too_large", t.store_too_large);
+    s.u64("store_no_memory", t.store_no_memory);
+    s.u64("auth_cmds", 0);
+    s.u64("auth_errors", 0);
     if srv.settings.idle_timeout > 0 {
-        stat_u64(out, "idle_kicks", t.idle_kicks);
+        s.u64("idle_kicks", t.idle_kicks);
     }
-    stat_u64(out, "bytes_read", t.bytes_read);
-    stat_u64(out, "bytes_written", t.bytes_written);
-    stat_u64(out, "limit_maxbytes", st.limit_maxbytes);
-    stat_u64(out, "accepting_conns", 1);
-    stat_u64(out, "listen_disabled_num", 0);
-    stat_u64(out, "time_in_listen_disabled_us", 0);
-    stat_u64(out, "threads", srv.settings.threads as u64);
-    stat_u64(out, "conn_yields", t.conn_yields);
-    stat_u64(out, "hash_power_level", st.index_slots.max(1).ilog2() as u64);
-    stat_u64(out, "hash_bytes", st.index_bytes);
-    stat_u64(out, "hash_is_expanding", 0);
+    s.u64("bytes_read", t.bytes_read);
+    s.u64("bytes_written", t.bytes_written);
+    s.u64("limit_maxbytes", st.limit_maxbytes);
+    s.u64("accepting_conns", 1);
+    s.u64("listen_disabled_num", 0);
+    s.u64("time_in_listen_disabled_us", 0);
+    s.u64("threads", srv.settings.threads as u64);
+    s.u64("conn_yields", t.conn_yields);
+    s.u64("hash_power_level", st.index_slots.max(1).ilog2() as u64);
+    s.u64("hash_bytes", st.index_bytes);
+    s.u64("hash_is_expanding", 0);
     for name in [
         "slab_reassign_rescues", "slab_reassign_chunk_rescues", "slab_reassign_evictions_nomem",
         "slab_reassign_inline_reclaim", "slab_reassign_busy_items", "slab_reassign_busy_deletes",
         "slab_reassign_running", "slabs_moved",
     ] {
-        stat_u64(out, name, 0);
+        s.u64(name, 0);
     }
     if srv.settings.lru_crawler {
-        stat_u64(out, "lru_crawler_running", 0);
-        stat_u64(out, "lru_crawler_starts", 0);
+        s.u64("lru_crawler_running", 0);
+        s.u64("lru_crawler_starts", 0);
     }
     if srv.settings.lru_maintainer {
-        stat_u64(out, "lru_maintainer_juggles", 0);
+        s.u64("lru_maintainer_juggles", 0);
     }
-    stat_u64(out, "malloc_fails", 0);
+    s.u64("malloc_fails", 0);
     let [dropped, written, skipped, sent, watchers] = srv.log.stats();
-    stat_u64(out, "log_worker_dropped", dropped);
-    stat_u64(out, "log_worker_written", written);
-    stat_u64(out, "log_watcher_skipped", skipped);
-    stat_u64(out, "log_watcher_sent", sent);
-    stat_u64(out, "log_watchers", watchers);
-    stat_u64(out, "unexpected_napi_ids", 0);
-    stat_u64(out, "round_robin_fallback", 0);
-    stat_u64(out, "bytes", st.bytes);
-    stat_u64(out, "curr_items", st.curr_items);
-    stat_u64(out, "total_items", st.total_items);
+    s.u64("log_worker_dropped", dropped);
+    s.u64("log_worker_written", written);
+    s.u64("log_watcher_skipped", skipped);
+    s.u64("log_watcher_sent", sent);
+    s.u64("log_watchers", watchers);
+    s.u64("unexpected_napi_ids", 0);
+    s.u64("round_robin_fallback", 0);
+    s.u64("bytes", st.bytes);
+    s.u64("curr_items", st.curr_items);
+    s.u64("total_items", st.total_items);
     // memcached's free pages waiting for a slab class: larder's spare segments.
-    stat_u64(out, "slab_global_page_pool", st.segments_total.saturating_sub(st.segments_used));
-    stat_u64(out, "expired_unfetched", st.expired_unfetched);
-    stat_u64(out, "evicted_unfetched", st.evicted_unfetched);
+    s.u64("slab_global_page_pool", st.segments_total.saturating_sub(st.segments_used));
+    s.u64("expired_unfetched", st.expired_unfetched);
+    s.u64("evicted_unfetched", st.evicted_unfetched);
     if srv.settings.lru_maintainer {
-        stat_u64(out, "evicted_active", 0);
+        s.u64("evicted_active", 0);
     }
-    stat_u64(out, "evictions", st.evictions);
-    stat_u64(out, "reclaimed", st.reclaimed);
+    s.u64("evictions", st.evictions);
+    s.u64("reclaimed", st.reclaimed);
     for name in ["crawler_reclaimed", "crawler_items_checked", "lrutail_reflocked"] {
-        stat_u64(out, name, 0);
+        s.u64(name, 0);
     }
     if srv.settings.lru_maintainer {
         for name in ["moves_to_cold", "moves_to_warm", "moves_within_lru", "direct_reclaims", "lru_bumps_dropped"] {
-            stat_u64(out, name, 0);
+            s.u64(name, 0);
         }
     }
 }
@@ -238,135 +332,135 @@ fn general(srv: &Server, out: &mut Vec<u8>) {
 /// `stats larder`: larder's own figures. Kept out of the plain `stats`
 /// reply so that it has exactly memcached 1.6.18's fields (tools and
 /// memcached's t/stats.t count them).
-fn larder(srv: &Server, out: &mut Vec<u8>) {
+fn larder(srv: &Server, s: &mut Snapshot) {
     let t = srv.stats.totals();
     let st = srv.store_stats();
-    stat_str(out, "larder_version", env!("CARGO_PKG_VERSION"));
-    stat_u64(out, "larder_segment_size", st.segment_size);
-    stat_u64(out, "larder_segments_total", st.segments_total);
-    stat_u64(out, "larder_segments_used", st.segments_used);
-    stat_u64(out, "larder_segments_free", st.segments_total.saturating_sub(st.segments_used));
-    stat_u64(out, "larder_large_objects", st.large_objects);
-    stat_u64(out, "larder_memory_used", st.memory_used);
-    stat_u64(out, "larder_bytes_dead", st.bytes_dead);
-    stat_u64(out, "larder_compactions", st.compactions);
-    stat_u64(out, "larder_index_bytes", st.index_bytes);
-    stat_u64(out, "larder_index_slots", st.index_slots);
-    stat_u64(out, "larder_index_used", st.index_used);
+    s.str("larder_version", env!("CARGO_PKG_VERSION"));
+    s.u64("larder_segment_size", st.segment_size);
+    s.u64("larder_segments_total", st.segments_total);
+    s.u64("larder_segments_used", st.segments_used);
+    s.u64("larder_segments_free", st.segments_total.saturating_sub(st.segments_used));
+    s.u64("larder_large_objects", st.large_objects);
+    s.u64("larder_memory_used", st.memory_used);
+    s.u64("larder_bytes_dead", st.bytes_dead);
+    s.u64("larder_compactions", st.compactions);
+    s.u64("larder_index_bytes", st.index_bytes);
+    s.u64("larder_index_slots", st.index_slots);
+    s.u64("larder_index_used", st.index_used);
     if srv.settings.grace.enabled() {
-        stat_u64(out, "larder_grace_hits", t.grace_hits);
-        stat_u64(out, "larder_grace_wins", t.grace_wins);
-        stat_u64(out, "larder_grace_winner_timeouts", t.grace_winner_timeouts);
+        s.u64("larder_grace_hits", t.grace_hits);
+        s.u64("larder_grace_wins", t.grace_wins);
+        s.u64("larder_grace_winner_timeouts", t.grace_winner_timeouts);
     }
     #[cfg(feature = "alloc-count")]
-    stat_u64(out, "larder_allocations", crate::alloc_count::allocations());
+    s.u64("larder_allocations", crate::alloc_count::allocations());
 }
 
-fn settings(srv: &Server, out: &mut Vec<u8>) {
+fn settings(srv: &Server, out: &mut Snapshot) {
     let s = &srv.settings;
     let st = srv.store_stats();
     let yes_no = |b: bool| if b { "yes" } else { "no" };
-    stat_u64(out, "maxbytes", st.limit_maxbytes);
-    stat_u64(out, "maxconns", s.max_connections as u64);
+    out.u64("maxbytes", st.limit_maxbytes);
+    out.u64("maxconns", s.max_connections as u64);
     // signed, as memcached prints them (-1: any free port)
-    stat_str(out, "tcpport", &if s.unix_socket.is_some() { 0 } else { s.port }.to_string());
-    stat_str(out, "udpport", &if s.unix_socket.is_some() { 0 } else { s.udp_port }.to_string());
+    out.str("tcpport", &if s.unix_socket.is_some() { 0 } else { s.port }.to_string());
+    out.str("udpport", &if s.unix_socket.is_some() { 0 } else { s.udp_port }.to_string());
     let inter = if s.listen.is_empty() { "NULL".to_string() } else { s.listen.join(",") };
-    stat_str(out, "inter", &inter);
-    stat_u64(out, "verbosity", srv.verbosity() as u64);
-    stat_u64(out, "oldest", 0);
-    stat_str(out, "evictions", if s.evictions { "on" } else { "off" });
-    stat_str(out, "domain_socket", s.unix_socket.as_deref().unwrap_or("NULL"));
-    stat_str(out, "umask", &format!("{:o}", s.unix_mask));
-    stat_str(out, "shutdown_command", yes_no(s.enable_shutdown));
-    stat_u64(out, "num_threads", s.threads as u64);
-    stat_u64(out, "num_threads_per_udp", s.threads as u64);
-    stat_str(out, "stat_key_prefix", &(s.prefix_delimiter as char).to_string());
-    stat_str(out, "detail_enabled", yes_no(srv.observer.prefixes.detail_enabled()));
-    stat_u64(out, "reqs_per_event", s.reqs_per_event as u64);
-    stat_str(out, "cas_enabled", yes_no(s.cas_enabled));
-    stat_u64(out, "tcp_backlog", s.backlog as u64);
-    stat_str(out, "binding_protocol", s.protocol.stats_name());
-    stat_str(out, "auth_enabled_sasl", "no");
-    stat_str(out, "auth_enabled_ascii", "no");
-    stat_u64(out, "item_size_max", s.item_size_max as u64);
-    stat_str(out, "maxconns_fast", yes_no(s.maxconns_fast));
-    stat_str(out, "flush_enabled", yes_no(s.flush_enabled));
-    stat_str(out, "dump_enabled", yes_no(s.dump_enabled));
-    stat_u64(out, "idle_timeout", s.idle_timeout as u64);
-    stat_u64(out, "watcher_logbuf_size", s.watcher_logbuf_size as u64);
-    stat_u64(out, "worker_logbuf_size", s.worker_logbuf_size as u64);
+    out.str("inter", &inter);
+    out.u64("verbosity", srv.verbosity() as u64);
+    out.u64("oldest", 0);
+    out.str("evictions", if s.evictions { "on" } else { "off" });
+    out.str("domain_socket", s.unix_socket.as_deref().unwrap_or("NULL"));
+    out.str("umask", &format!("{:o}", s.unix_mask));
+    out.str("shutdown_command", yes_no(s.enable_shutdown));
+    out.u64("num_threads", s.threads as u64);
+    out.u64("num_threads_per_udp", s.threads as u64);
+    out.str("stat_key_prefix", &(s.prefix_delimiter as char).to_string());
+    out.str("detail_enabled", yes_no(srv.observer.prefixes.detail_enabled()));
+    out.u64("reqs_per_event", s.reqs_per_event as u64);
+    out.str("cas_enabled", yes_no(s.cas_enabled));
+    out.u64("tcp_backlog", s.backlog as u64);
+    out.str("binding_protocol", s.protocol.stats_name());
+    out.str("auth_enabled_sasl", "no");
+    out.str("auth_enabled_ascii", "no");
+    out.u64("item_size_max", s.item_size_max as u64);
+    out.str("maxconns_fast", yes_no(s.maxconns_fast));
+    out.str("flush_enabled", yes_no(s.flush_enabled));
+    out.str("dump_enabled", yes_no(s.dump_enabled));
+    out.u64("idle_timeout", s.idle_timeout as u64);
+    out.u64("watcher_logbuf_size", s.watcher_logbuf_size as u64);
+    out.u64("worker_logbuf_size", s.worker_logbuf_size as u64);
 }
 
-fn items(srv: &Server, now: Time, out: &mut Vec<u8>) {
+fn items(srv: &Server, now: Time, s: &mut Snapshot) {
     let st = srv.store_stats();
     if st.curr_items == 0 {
         return;
     }
-    stat_u64(out, "items:1:number", st.curr_items);
+    s.u64("items:1:number", st.curr_items);
     // memcached: seconds since the LRU tail item was last accessed. Here:
     // since the oldest live data was written (segments are evicted oldest
     // first, so it is as close to "what goes next" as the store knows).
     let age = st.oldest_born.map_or(0, |born| now.saturating_sub(born));
-    stat_u64(out, "items:1:age", age as u64);
-    stat_u64(out, "items:1:mem_requested", st.bytes);
-    stat_u64(out, "items:1:evicted", st.evictions);
-    stat_u64(out, "items:1:evicted_nonzero", st.evicted_nonzero);
+    s.u64("items:1:age", age as u64);
+    s.u64("items:1:mem_requested", st.bytes);
+    s.u64("items:1:evicted", st.evictions);
+    s.u64("items:1:evicted_nonzero", st.evicted_nonzero);
     // memcached: how long the latest evicted item had gone unaccessed.
-    stat_u64(out, "items:1:evicted_time", st.last_eviction.map_or(0, |(_, idle)| idle as u64));
-    stat_u64(out, "items:1:outofmemory", 0);
-    stat_u64(out, "items:1:tailrepairs", 0);
-    stat_u64(out, "items:1:reclaimed", st.reclaimed);
-    stat_u64(out, "items:1:expired_unfetched", st.expired_unfetched);
-    stat_u64(out, "items:1:evicted_unfetched", st.evicted_unfetched);
+    s.u64("items:1:evicted_time", st.last_eviction.map_or(0, |(_, idle)| idle as u64));
+    s.u64("items:1:outofmemory", 0);
+    s.u64("items:1:tailrepairs", 0);
+    s.u64("items:1:reclaimed", st.reclaimed);
+    s.u64("items:1:expired_unfetched", st.expired_unfetched);
+    s.u64("items:1:evicted_unfetched", st.evicted_unfetched);
     // memcached prints these whatever its LRU mode; larder has no LRU
     // crawler (expired segments are swept whole) and no tail locks: 0, as
     // in the general `stats`. The segmented-LRU fields (number_hot, ...,
     // moves_to_cold, hits_to_*) are left out, as memcached leaves them out
     // when its LRU is not segmented.
     for name in ["items:1:crawler_reclaimed", "items:1:crawler_items_checked", "items:1:lrutail_reflocked"] {
-        stat_u64(out, name, 0);
+        s.u64(name, 0);
     }
 }
 
-fn slabs(srv: &Server, out: &mut Vec<u8>) {
+fn slabs(srv: &Server, s: &mut Snapshot) {
     let st = srv.store_stats();
     let t = srv.stats.totals();
     if st.segments_used > 0 {
-        stat_u64(out, "1:chunk_size", st.segment_size);
-        stat_u64(out, "1:chunks_per_page", 1);
-        stat_u64(out, "1:total_pages", st.segments_used);
-        stat_u64(out, "1:total_chunks", st.segments_used);
-        stat_u64(out, "1:used_chunks", st.segments_used);
-        stat_u64(out, "1:free_chunks", 0);
-        stat_u64(out, "1:free_chunks_end", 0);
-        stat_u64(out, "1:get_hits", t.get_hits);
-        stat_u64(out, "1:cmd_set", t.cmd_set);
-        stat_u64(out, "1:delete_hits", t.delete_hits);
-        stat_u64(out, "1:incr_hits", t.incr_hits);
-        stat_u64(out, "1:decr_hits", t.decr_hits);
-        stat_u64(out, "1:cas_hits", t.cas_hits);
-        stat_u64(out, "1:cas_badval", t.cas_badval);
-        stat_u64(out, "1:touch_hits", t.touch_hits);
+        s.u64("1:chunk_size", st.segment_size);
+        s.u64("1:chunks_per_page", 1);
+        s.u64("1:total_pages", st.segments_used);
+        s.u64("1:total_chunks", st.segments_used);
+        s.u64("1:used_chunks", st.segments_used);
+        s.u64("1:free_chunks", 0);
+        s.u64("1:free_chunks_end", 0);
+        s.u64("1:get_hits", t.get_hits);
+        s.u64("1:cmd_set", t.cmd_set);
+        s.u64("1:delete_hits", t.delete_hits);
+        s.u64("1:incr_hits", t.incr_hits);
+        s.u64("1:decr_hits", t.decr_hits);
+        s.u64("1:cas_hits", t.cas_hits);
+        s.u64("1:cas_badval", t.cas_badval);
+        s.u64("1:touch_hits", t.touch_hits);
     }
-    stat_u64(out, "active_slabs", if st.segments_used > 0 { 1 } else { 0 });
+    s.u64("active_slabs", if st.segments_used > 0 { 1 } else { 0 });
     // memcached: the bytes of slab pages it has malloc'd. Here: every byte
     // taken from -m (segments in use and spare, the index, large objects in
     // whole pages), which grows with the data and shrinks when a lowered
     // `cache_memlimit` lets the store hand buffers back. Pages, because
     // memcached's figure does not move when an item is replaced by one a
     // byte longer (t/issue_14.t checks that), and neither does the memory.
-    stat_u64(out, "total_malloced", st.memory_used - st.large_bytes + st.large_pages_bytes);
+    s.u64("total_malloced", st.memory_used - st.large_bytes + st.large_pages_bytes);
 }
 
-fn conns(srv: &Server, now: Time, out: &mut Vec<u8>) {
+fn conns(srv: &Server, now: Time, s: &mut Snapshot) {
     for info in srv.registry.snapshot() {
         let prefix = info.fd.to_string();
-        stat_str(out, &format!("{prefix}:addr"), &info.addr);
+        s.str(format!("{prefix}:addr"), &info.addr);
         if let Some(l) = &info.listen_addr {
-            stat_str(out, &format!("{prefix}:listen_addr"), l);
+            s.str(format!("{prefix}:listen_addr"), l);
         }
-        stat_str(out, &format!("{prefix}:state"), info.state().name());
-        stat_u64(out, &format!("{prefix}:secs_since_last_cmd"), now.saturating_sub(info.last_cmd()) as u64);
+        s.str(format!("{prefix}:state"), info.state().name());
+        s.u64(format!("{prefix}:secs_since_last_cmd"), now.saturating_sub(info.last_cmd()) as u64);
     }
 }

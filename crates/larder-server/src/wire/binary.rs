@@ -204,21 +204,12 @@ fn stat(cx: &mut Ctx<'_>, req: &BinRequest<'_>, out: &mut Vec<u8>) {
         binary::stat_end(out, req.opaque);
         return;
     }
-    let known = [&b""[..], b"settings", b"items", b"slabs", b"sizes", b"conns", b"larder"];
-    if !known.contains(&group) {
+    let word = (!group.is_empty()).then_some(group);
+    let Some(group) = crate::exec::report::Group::named(word) else {
         binary::status_only(out, req.opcode, Status::KeyNotFound, req.opaque);
         return;
-    }
-    let mut text = Vec::new();
-    crate::exec::report::stats(srv, group, cx.now, &mut text);
-    for line in text.split(|&b| b == b'\n') {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let Some(rest) = line.strip_prefix(b"STAT ") else { continue };
-        let (name, value) = match rest.iter().position(|&b| b == b' ') {
-            Some(i) => (&rest[..i], &rest[i + 1..]),
-            None => (rest, &b""[..]),
-        };
-        binary::stat(out, req.opaque, name, value);
-    }
+    };
+    crate::exec::report::snapshot(srv, group, cx.now)
+        .for_each_text(|name, value| binary::stat(out, req.opaque, name.as_bytes(), value));
     binary::stat_end(out, req.opaque);
 }
