@@ -117,23 +117,14 @@ pub fn snapshot(srv: &Server, group: Group, now: Time) -> Snapshot {
 /// Answer text `stats [args]`.
 pub fn stats(srv: &Server, args: &[u8], now: Time, out: &mut Vec<u8>) {
     let mut words = args.split(|&b| b == b' ').filter(|w| !w.is_empty());
-    let first = words.next();
-    if let Some(group) = Group::named(first) {
-        snapshot(srv, group, now).write_text(out);
-        out.extend_from_slice(reply::END);
-        return;
-    }
-    match first {
-        None | Some(b"settings" | b"items" | b"slabs" | b"sizes" | b"conns" | b"larder") => unreachable!("a group"),
+    match words.next() {
         Some(b"cachedump") => {
             let args: Vec<&[u8]> = words.collect();
             cachedump(srv, &args, now, out);
-            return;
         }
         Some(b"reset") => {
             srv.reset_stats();
             out.extend_from_slice(reply::RESET);
-            return;
         }
         Some(b"detail") => {
             // memcached looks at the word after `detail` only.
@@ -145,13 +136,17 @@ pub fn stats(srv: &Server, args: &[u8], now: Time, out: &mut Vec<u8>) {
                 }
                 _ => reply::line(out, "CLIENT_ERROR usage: stats detail on|off|dump"),
             }
-            return;
         }
         Some(w @ (b"prefixes" | b"hotkeys" | b"bigkeys")) if words.next().is_none() => {
             srv.observer.render_stats(&[w], srv.clock.unix_now().max(0) as u64, out);
-            return;
         }
-        Some(_) => out.extend_from_slice(reply::ERROR),
+        word => match Group::named(word) {
+            Some(group) => {
+                snapshot(srv, group, now).write_text(out);
+                out.extend_from_slice(reply::END);
+            }
+            None => out.extend_from_slice(reply::ERROR),
+        },
     }
 }
 
