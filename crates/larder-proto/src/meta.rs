@@ -776,8 +776,18 @@ pub struct MgItem<'v> {
 /// bytes gives [`OPAQUE_TOO_LONG`] instead (memcached noticed after the
 /// fetch, and had applied a `T` that came before the `O`).
 pub fn mg_hit(out: &mut Vec<u8>, req: &MetaRequest<'_>, item: &MgItem<'_>) {
+    if mg_hit_head(out, req, item) {
+        line(out, item.value);
+    }
+}
+
+/// [`mg_hit`] up to the value: true when the reply carries the value
+/// (`v`), which the caller then sends, followed by `\r\n` (a large value
+/// goes out in pieces). Only `item.value.len()` is read here.
+pub fn mg_hit_head(out: &mut Vec<u8>, req: &MetaRequest<'_>, item: &MgItem<'_>) -> bool {
     if req.opaque_too_long() {
-        return opaque_error(out);
+        opaque_error(out);
+        return false;
     }
     let value = req.flags.has(b'v');
     if value {
@@ -815,9 +825,7 @@ pub fn mg_hit(out: &mut Vec<u8>, req: &MetaRequest<'_>, item: &MgItem<'_>) {
         out.extend_from_slice(b" W");
     }
     out.extend_from_slice(b"\r\n");
-    if value {
-        line(out, item.value);
-    }
+    value
 }
 
 /// `mg` miss: `EN <flags>*\r\n` with `O` and `k` in request order; nothing

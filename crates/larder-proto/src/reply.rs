@@ -39,18 +39,25 @@ pub fn push_i64(out: &mut Vec<u8>, n: i64) {
 
 /// `VALUE <key> <flags> <bytes>[ <cas>]\r\n<data>\r\n`
 pub fn value(out: &mut Vec<u8>, key: &[u8], flags: u32, data: &[u8], cas: Option<u64>) {
+    value_head(out, key, flags, data.len(), cas);
+    out.extend_from_slice(data);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// The `VALUE <key> <flags> <bytes>[ <cas>]\r\n` line alone: the caller
+/// sends the `len` data bytes and `\r\n` after it (a large value goes out
+/// in pieces).
+pub fn value_head(out: &mut Vec<u8>, key: &[u8], flags: u32, len: usize, cas: Option<u64>) {
     out.extend_from_slice(b"VALUE ");
     out.extend_from_slice(key);
     out.push(b' ');
     push_u64(out, flags as u64);
     out.push(b' ');
-    push_u64(out, data.len() as u64);
+    push_u64(out, len as u64);
     if let Some(cas) = cas {
         out.push(b' ');
         push_u64(out, cas);
     }
-    out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(data);
     out.extend_from_slice(b"\r\n");
 }
 

@@ -99,12 +99,11 @@ pub fn render(srv: &Server) -> String {
     }
     srv.observer.write_prometheus(&mut e);
     let st = srv.store.stats();
-    let conns = srv.stats.conns.curr_connections.load(std::sync::atomic::Ordering::Relaxed);
-    e.family("larder_memory_bytes", "Memory by category (connections: estimate).", MetricType::Gauge);
+    e.family("larder_memory_bytes", "Memory by category (connections: their input and output buffers).", MetricType::Gauge);
     e.sample("larder_memory_bytes", &[("category", "items")], st.bytes as f64);
     e.sample("larder_memory_bytes", &[("category", "index")], st.index_bytes as f64);
     e.sample("larder_memory_bytes", &[("category", "dead")], st.bytes_dead as f64);
-    let per_conn = 2 * crate::conn::session::BUF_SIZE as u64;
-    e.sample("larder_memory_bytes", &[("category", "connections")], (conns * per_conn) as f64);
+    let (read_bufs, write_bufs) = srv.budget.buffer_bytes();
+    e.sample("larder_memory_bytes", &[("category", "connections")], (read_bufs + write_bufs) as f64);
     e.finish()
 }

@@ -25,6 +25,8 @@
 //! `trace/watch.rs`) and anything pipelined behind the command is dropped, as
 //! memcached ignores it.
 
+use crate::exec::output::Output;
+use crate::state::budget::ConnBudget;
 use crate::exec::{After, Ctx};
 use crate::wire::binary::{self as binwire, BinStep};
 use crate::wire::text::{execute, triage, Step};
@@ -42,10 +44,15 @@ use std::sync::Arc;
 
 /// Initial and resting size of each buffer.
 pub const BUF_SIZE: usize = 16 * 1024;
-/// Buffers larger than this are shrunk back once empty.
-const SHRINK_ABOVE: usize = 256 * 1024;
-/// Stop executing requests while more than this much output is unsent.
-const WRITE_HIGH_WATER: usize = 4 * 1024 * 1024;
+/// Buffers larger than this are given back once the connection is idle:
+/// a thousand idle connections that once moved a large value hold
+/// 2 × BUF_SIZE each, not their largest request.
+const SHRINK_ABOVE: usize = BUF_SIZE;
+/// Stop producing output (between requests, between the keys of a
+/// multi-get, between the chunks of a large value) while this much is
+/// unsent. With `exec::output::VALUE_CHUNK` this bounds a connection's
+/// output to about 128 KiB whether or not its client reads.
+pub const WRITE_HIGH_WATER: usize = 64 * 1024;
 /// Bytes read per wake-up before yielding to other connections.
 const READ_BUDGET: usize = 1024 * 1024;
 
@@ -76,9 +83,17 @@ pub struct Session {
     rbuf: Vec<u8>,
     rstart: usize,
     rend: usize,
-    wbuf: Vec<u8>,
-    /// Start of unsent bytes in `wbuf`.
+    /// Replies, and the rest of a large value being sent (`exec::output`).
+    out: Output,
+    /// Start of unsent bytes in `out`.
     wstart: usize,
+    /// Bytes charged to the worker's connection budget, and the buffer
+    /// sizes last reported to it.
+    charged: usize,
+    bufs: (usize, usize),
+    /// Keys of the multi-key get at the front of the read buffer already
+    /// answered before it paused for the output to drain.
+    resume: usize,
     /// Bytes of a rejected data block still to discard.
     swallow: usize,
     /// Bytes (from `rstart`) the request being received needs in all, when
@@ -120,8 +135,11 @@ impl Session {
             rbuf: vec![0; BUF_SIZE],
             rstart: 0,
             rend: 0,
-            wbuf: Vec::with_capacity(BUF_SIZE),
+            out: Output::new(BUF_SIZE),
             wstart: 0,
+            resume: 0,
+            charged: 0,
+            bufs: (0, 0),
             swallow: 0,
             need: 0,
             closing: false,
@@ -147,17 +165,67 @@ impl Session {
 
     /// Replies are waiting for the socket to accept them.
     pub fn has_pending_output(&self) -> bool {
-        self.wstart < self.wbuf.len()
+        self.wstart < self.out.len()
     }
 
     /// Whether the connection sits between requests (idle-timeout eligible).
     pub fn is_idle(&self) -> bool {
-        self.rstart == self.rend && self.wstart == self.wbuf.len() && self.swallow == 0
+        self.rstart == self.rend && self.wstart == self.out.len() && self.swallow == 0 && self.resume == 0
     }
 
     /// Handle a readiness event (or a scheduled re-run).
-    pub fn on_event(&mut self, srv: &Server, ws: &WorkerStats, obs: &mut Obs, now: Time) -> Status {
-        let mut budget = READ_BUDGET;
+    pub fn on_event(&mut self, srv: &Server, ws: &WorkerStats, obs: &mut Obs, now: Time, budget: &ConnBudget) -> Status {
+        let status = self.serve(srv, ws, obs, now, budget);
+        self.account(budget);
+        status
+    }
+
+    /// Charge the worker's budget for what the buffers hold past their
+    /// resting size now (and report their sizes).
+    fn account(&mut self, budget: &ConnBudget) {
+        if self.out.refusals > 0 {
+            ConnBudget::count_n(&budget.write_oom, std::mem::take(&mut self.out.refusals));
+        }
+        let bufs = (self.rbuf.len(), self.out.capacity());
+        let charge = bufs.0.saturating_sub(BUF_SIZE) + bufs.1.saturating_sub(BUF_SIZE);
+        budget.recharge(self.charged, charge, self.bufs, bufs);
+        self.charged = charge;
+        self.bufs = bufs;
+    }
+
+    /// The connection is closing: give everything back to the budget.
+    pub fn release(&mut self, budget: &ConnBudget) {
+        budget.recharge(self.charged, 0, self.bufs, (0, 0));
+        self.charged = 0;
+        self.bufs = (0, 0);
+    }
+
+    /// Whether the read buffer may grow to hold `total` bytes from
+    /// `rstart` (a data block announced by its command line).
+    fn input_fits(&self, total: usize, budget: &ConnBudget) -> bool {
+        let held = self.rbuf.len().saturating_sub(BUF_SIZE);
+        let wanted = total.max(self.rbuf.len()).saturating_sub(BUF_SIZE);
+        wanted <= held || wanted - held <= budget.remaining()
+    }
+
+    /// A data block that does not fit in the budget: answered as memcached
+    /// answers a value it cannot allocate, and discarded as it arrives.
+    fn refuse_input(&mut self, total: usize, budget: &ConnBudget, binary_request: bool) {
+        ConnBudget::count(&budget.read_oom);
+        if binary_request {
+            let h = &self.rbuf[self.rstart..self.rstart + 24];
+            let opaque = u32::from_be_bytes([h[12], h[13], h[14], h[15]]);
+            binary::error_message(&mut self.out.buf, h[1], binary::Status::OutOfMemory, opaque, binary::OOM_ITEM);
+        } else {
+            larder_proto::reply::line(&mut self.out.buf, "SERVER_ERROR out of memory storing object");
+        }
+        let buffered = self.rend - self.rstart;
+        self.swallow = total - buffered;
+        self.rstart = self.rend;
+    }
+
+    fn serve(&mut self, srv: &Server, ws: &WorkerStats, obs: &mut Obs, now: Time, budget: &ConnBudget) -> Status {
+        let mut read_budget = READ_BUDGET;
         // -R: requests per wake-up before yielding to other connections.
         let mut allowance = srv.settings.reqs_per_event;
         loop {
@@ -165,9 +233,9 @@ impl Session {
                 return Status::Close;
             }
             if self.closing {
-                return if self.wstart == self.wbuf.len() { Status::Close } else { Status::Idle };
+                return if self.wstart == self.out.len() { Status::Close } else { Status::Idle };
             }
-            if self.pending_output() > WRITE_HIGH_WATER {
+            if self.pending_output() >= WRITE_HIGH_WATER {
                 // Wait for the client to read; the writable event resumes us.
                 self.info.set_state(ConnState::Write);
                 return Status::Idle;
@@ -175,7 +243,7 @@ impl Session {
             // Execute what is already buffered before reading more.
             if self.rstart < self.rend || self.swallow > 0 || self.dump.is_some() {
                 let before = self.rstart;
-                let yielded = self.process(srv, ws, obs, now, &mut allowance);
+                let yielded = self.process(srv, ws, obs, now, &mut allowance, budget);
                 if self.watch.is_some() {
                     return Status::Watch;
                 }
@@ -186,11 +254,16 @@ impl Session {
                     bump(&ws.conn_yields, 1);
                     return if self.flush(ws) { Status::Again } else { Status::Close };
                 }
-                if self.closing || self.pending_output() > WRITE_HIGH_WATER || self.dump.is_some() {
+                // Output-bound work left (a dump, the remaining keys of a
+                // paused get): go round, flushing first; the bound check
+                // above waits for the socket. Nothing else would wake us:
+                // no input may come.
+                let more = self.dump.is_some() || self.resume > 0;
+                if self.closing || self.pending_output() >= WRITE_HIGH_WATER || more {
                     continue;
                 }
             }
-            if budget == 0 {
+            if read_budget == 0 {
                 bump(&ws.conn_yields, 1);
                 if !self.flush(ws) {
                     return Status::Close;
@@ -205,7 +278,7 @@ impl Session {
                 }
                 Ok(n) => {
                     bump(&ws.bytes_read, n as u64);
-                    budget = budget.saturating_sub(n);
+                    read_budget = read_budget.saturating_sub(n);
                     self.last_active = now;
                     self.info.touch(now);
                 }
@@ -223,7 +296,7 @@ impl Session {
     }
 
     fn pending_output(&self) -> usize {
-        self.wbuf.len() - self.wstart
+        self.out.len() - self.wstart
     }
 
     /// Move unprocessed bytes to the front of the read buffer.
@@ -282,7 +355,7 @@ impl Session {
 
     /// Execute the complete requests in the read buffer, at most `allowance`
     /// of them; true if it stopped because the allowance ran out.
-    fn process(&mut self, srv: &Server, ws: &WorkerStats, obs: &mut Obs, now: Time, allowance: &mut usize) -> bool {
+    fn process(&mut self, srv: &Server, ws: &WorkerStats, obs: &mut Obs, now: Time, allowance: &mut usize, budget: &ConnBudget) -> bool {
         self.info.set_state(ConnState::ParseCmd);
         // Set again below if the request at the front is still incomplete.
         self.need = 0;
@@ -313,6 +386,11 @@ impl Session {
             if *allowance == 0 {
                 return true;
             }
+            // What the next request may produce: pause at the bound, grow
+            // only within the budget.
+            self.account(budget);
+            self.out.room = budget.remaining();
+            self.out.pause_at = self.wstart + WRITE_HIGH_WATER;
             let buf = &self.rbuf[self.rstart..self.rend];
             if self.wire == Wire::Undecided {
                 self.wire = match srv.settings.protocol {
@@ -324,12 +402,12 @@ impl Session {
             }
             if self.wire == Wire::Binary {
                 let mut cx = Ctx::new(srv, ws, obs, now);
-                match binwire::triage(&mut cx, binary::parse(buf, &srv.limits), &mut self.wbuf) {
+                match binwire::triage(&mut cx, binary::parse(buf, &srv.limits), &mut self.out) {
                     BinStep::Run(request, consumed) => {
                         *allowance -= 1;
                         self.served += 1;
                         let quit = request.opcode.command() == binary::Command::Quit;
-                        let after = binwire::execute(&mut cx, request, &mut self.wbuf);
+                        let after = binwire::execute(&mut cx, request, &mut self.out);
                         self.rstart += consumed;
                         if after == After::Close {
                             if quit {
@@ -341,6 +419,10 @@ impl Session {
                     }
                     BinStep::Wait(needed) => {
                         if let Some(total) = needed {
+                            if !self.input_fits(total, budget) {
+                                self.refuse_input(total, budget, true);
+                                continue;
+                            }
                             self.info.set_state(ConnState::Nread);
                             self.reserve_for(total);
                         }
@@ -362,14 +444,14 @@ impl Session {
                 continue;
             }
             let mut cx = Ctx::new(srv, ws, obs, now);
-            match triage(&mut cx, parse(buf, &srv.limits), &mut self.wbuf) {
+            match triage(&mut cx, parse(buf, &srv.limits), &mut self.out) {
                 Step::Run(Request::Admin { command: AdminCommand::LruCrawler, args }, consumed)
                     if args.starts_with(b"metadump") =>
                 {
                     *allowance -= 1;
                     self.served += 1;
                     let words: Vec<&[u8]> = args.split(|&b| b == b' ').filter(|w| !w.is_empty()).skip(1).collect();
-                    let start = metadump_start(srv, &words, self.pending_output() > 0, &mut self.wbuf);
+                    let start = metadump_start(srv, &words, self.pending_output() > 0, &mut self.out.buf);
                     self.dump = start;
                     self.rstart += consumed;
                 }
@@ -377,16 +459,23 @@ impl Session {
                     *allowance -= 1;
                     self.served += 1;
                     self.rstart += consumed;
-                    if let Some(r) = watch_start(srv, args, self.pending_output() > 0, &mut self.wbuf) {
+                    if let Some(r) = watch_start(srv, args, self.pending_output() > 0, &mut self.out.buf) {
                         self.watch = Some(r);
                         break;
                     }
                 }
                 Step::Run(request, consumed) => {
                     *allowance -= 1;
-                    self.served += 1;
                     let quit = matches!(request, Request::Quit);
-                    let after = execute(&mut cx, request, &mut self.wbuf);
+
+                    let after = execute(&mut cx, request, &mut self.out, self.resume);
+                    if let After::Paused(done) = after {
+                        // Same request again once the output drains.
+                        self.resume = done;
+                        break;
+                    }
+                    self.resume = 0;
+                    self.served += 1;
                     self.rstart += consumed;
                     if after == After::Close {
                         if quit {
@@ -398,6 +487,10 @@ impl Session {
                 }
                 Step::Wait(needed) => {
                     if let Some(total) = needed {
+                        if !self.input_fits(total, budget) {
+                            self.refuse_input(total, budget, false);
+                            continue;
+                        }
                         // A data block is on its way: make room for all of it
                         // once, instead of growing step by step.
                         self.info.set_state(ConnState::Nread);
@@ -425,16 +518,16 @@ impl Session {
     /// output must drain first.
     fn dump_step(&mut self, srv: &Server, obs: &Obs, now: Time) -> bool {
         let Some(d) = &mut self.dump else { return true };
-        if self.wbuf.len() - self.wstart > WRITE_HIGH_WATER {
+        if self.out.len() - self.wstart > WRITE_HIGH_WATER {
             return false;
         }
         if d.shard >= srv.store.shard_count() {
-            larder_observe::metadump::write_end(&mut self.wbuf);
+            larder_observe::metadump::write_end(&mut self.out.buf);
             self.dump = None;
             return true;
         }
         let delimiter = srv.settings.prefix_delimiter;
-        let out = &mut self.wbuf;
+        let out = &mut self.out.buf;
         let prefix = d.prefix.as_deref();
         let step = srv.store.for_each_item_in_shard_from(d.shard, now, d.after_gen, DUMP_SEGMENTS_PER_STEP, |key, it| {
             if let Some(p) = prefix {
@@ -467,8 +560,8 @@ impl Session {
 
     /// Write pending output; false if the connection is broken.
     fn flush(&mut self, ws: &WorkerStats) -> bool {
-        while self.wstart < self.wbuf.len() {
-            match self.stream.write(&self.wbuf[self.wstart..]) {
+        while self.wstart < self.out.len() {
+            match self.stream.write(&self.out.buf[self.wstart..]) {
                 Ok(0) => return false,
                 Ok(n) => {
                     self.wstart += n;
@@ -479,7 +572,7 @@ impl Session {
                 Err(_) => return false,
             }
         }
-        self.wbuf.clear();
+        self.out.clear();
         self.wstart = 0;
         true
     }
@@ -493,8 +586,8 @@ impl Session {
                 self.rbuf = vec![0; BUF_SIZE];
             }
         }
-        if self.wbuf.is_empty() && self.wbuf.capacity() > SHRINK_ABOVE {
-            self.wbuf = Vec::with_capacity(BUF_SIZE);
+        if self.out.is_empty() && self.out.capacity() > SHRINK_ABOVE {
+            self.out.buf = Vec::with_capacity(BUF_SIZE);
         }
     }
 }

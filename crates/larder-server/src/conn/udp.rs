@@ -7,6 +7,7 @@
 //! the total count. Requests spanning several datagrams are dropped, as
 //! memcached drops them.
 
+use crate::exec::output::Output;
 use crate::exec::Ctx;
 use crate::wire::binary::{self as binwire, BinStep};
 use crate::wire::text::{execute, triage, Step};
@@ -26,13 +27,13 @@ const MAX_DATAGRAM: usize = 1400;
 pub struct UdpHandler {
     socket: UdpSocket,
     rbuf: Vec<u8>,
-    out: Vec<u8>,
+    out: Output,
     datagram: Vec<u8>,
 }
 
 impl UdpHandler {
     pub fn new(socket: UdpSocket) -> UdpHandler {
-        UdpHandler { socket, rbuf: vec![0; 65536], out: Vec::with_capacity(16384), datagram: Vec::with_capacity(MAX_DATAGRAM) }
+        UdpHandler { socket, rbuf: vec![0; 65536], out: Output::new(16384), datagram: Vec::with_capacity(MAX_DATAGRAM) }
     }
 
     pub fn on_readable(&mut self, srv: &Server, ws: &WorkerStats, obs: &mut Obs, now: Time) {
@@ -83,7 +84,7 @@ impl UdpHandler {
                 match triage(&mut cx, parsed, &mut self.out) {
                     Step::Run(request, consumed) => {
                         pos += consumed;
-                        let _ = execute(&mut cx, request, &mut self.out);
+                        let _ = execute(&mut cx, request, &mut self.out, 0);
                     }
                     Step::Skip { consumed, swallow } => pos += consumed + swallow,
                     Step::Wait(_) | Step::Close => break,

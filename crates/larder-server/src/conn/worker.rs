@@ -163,7 +163,7 @@ impl Worker {
         let srv = &*self.srv;
         let ws = &srv.stats.workers[self.id];
         let Some(Some(session)) = self.sessions.get_mut(token.0) else { return };
-        let status = session.on_event(srv, ws, &mut self.obs, now);
+        let status = session.on_event(srv, ws, &mut self.obs, now, &srv.budget);
         if session.served > 0 && self.obs.enabled() {
             let t = Instant::now();
             self.obs.latency(t.duration_since(self.mark).as_nanos() as u64, session.served);
@@ -240,6 +240,7 @@ impl Worker {
 
     fn close(&mut self, slot: usize) {
         if let Some(mut session) = self.sessions[slot].take() {
+            session.release(&self.srv.budget);
             self.srv.log.conn_close(session.info.fd, &session.info.addr, session.close_reason);
             let _ = session.stream_mut().deregister(self.poll.registry());
             self.srv.registry.remove(session.info.fd);

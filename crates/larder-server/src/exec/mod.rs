@@ -31,6 +31,7 @@ pub mod admin;
 pub mod arith;
 pub mod delete;
 pub mod flush;
+pub mod output;
 pub mod read;
 pub mod report;
 pub mod store;
@@ -88,4 +89,7 @@ pub enum After {
     Continue,
     /// `quit`, or an error after which memcached closes the connection.
     Close,
+    /// A multi-key get stopped after this many keys until the output
+    /// drains; run the same request again with it as `resume`.
+    Paused(usize),
 }

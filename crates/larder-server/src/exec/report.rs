@@ -237,9 +237,20 @@ fn general(srv: &Server, s: &mut Snapshot) {
         s.u64("rejected_connections", rejected);
     }
     s.u64("connection_structures", c.connection_structures.load(Relaxed));
-    for name in ["response_obj_oom", "response_obj_count", "response_obj_bytes", "read_buf_count", "read_buf_bytes", "read_buf_bytes_free", "read_buf_oom"] {
-        s.u64(name, 0);
-    }
+    // memcached's connection-buffer figures, for larder's buffers: output
+    // buffers are its "response objects", input buffers its read buffers
+    // (one per connection; none kept free for reuse).
+    let (read_bytes, write_bytes) = srv.budget.buffer_bytes();
+    let (read_bytes, write_bytes) = (read_bytes as u64, write_bytes as u64);
+    let read_oom = srv.budget.read_oom.load(Relaxed);
+    let write_oom = srv.budget.write_oom.load(Relaxed);
+    s.u64("response_obj_oom", write_oom);
+    s.u64("response_obj_count", c.curr_connections.load(Relaxed));
+    s.u64("response_obj_bytes", write_bytes);
+    s.u64("read_buf_count", c.curr_connections.load(Relaxed));
+    s.u64("read_buf_bytes", read_bytes);
+    s.u64("read_buf_bytes_free", 0);
+    s.u64("read_buf_oom", read_oom);
     s.u64("reserved_fds", srv.reserved_fds() as u64);
     s.u64("cmd_get", t.cmd_get);
     s.u64("cmd_set", t.cmd_set);
@@ -342,6 +353,8 @@ fn larder(srv: &Server, s: &mut Snapshot) {
     s.u64("larder_index_bytes", st.index_bytes);
     s.u64("larder_index_slots", st.index_slots);
     s.u64("larder_index_used", st.index_used);
+    s.u64("larder_conn_budget_bytes", srv.budget.limit() as u64);
+    s.u64("larder_conn_budget_used", srv.budget.used() as u64);
     if srv.settings.grace.enabled() {
         s.u64("larder_grace_hits", t.grace_hits);
         s.u64("larder_grace_wins", t.grace_wins);
@@ -385,6 +398,7 @@ fn settings(srv: &Server, out: &mut Snapshot) {
     out.u64("idle_timeout", s.idle_timeout as u64);
     out.u64("watcher_logbuf_size", s.watcher_logbuf_size as u64);
     out.u64("worker_logbuf_size", s.worker_logbuf_size as u64);
+    out.u64("read_buf_mem_limit", s.read_buf_mem_limit as u64);
 }
 
 fn items(srv: &Server, now: Time, s: &mut Snapshot) {

@@ -42,6 +42,11 @@ pub struct Settings {
     pub prefix_delimiter: u8,
     pub detail_enabled: bool,
     pub idle_timeout: u32,
+    /// `-o read_buf_mem_limit=MB` (memcached's name and unit): the budget
+    /// for connection buffers beyond each connection's resting buffers, in
+    /// bytes, split over the workers. 0: larder's default (see
+    /// [`Settings::conn_budget`]).
+    pub read_buf_mem_limit: usize,
     pub relaxed_privileges: bool,
     /// Enables memcached's debug-build `debugtime` command (tests only).
     pub debug_time: bool,
@@ -112,6 +117,20 @@ impl Protocol {
     }
 }
 
+impl Settings {
+    /// The connection budget in bytes: `read_buf_mem_limit`, by default
+    /// the larger of 64 MiB and 8 items of `-I` (a few clients moving the
+    /// largest values at once); never below one largest item and its reply
+    /// head, so any value `-I` admits can be read and written.
+    pub fn conn_budget(&self) -> usize {
+        let floor = self.item_size_max + (64 << 10);
+        match self.read_buf_mem_limit {
+            0 => (64 << 20).max(8 * self.item_size_max),
+            set => set.max(floor),
+        }
+    }
+}
+
 impl Default for Settings {
     fn default() -> Self {
         Settings {
@@ -142,6 +161,7 @@ impl Default for Settings {
             prefix_delimiter: b':',
             detail_enabled: false,
             idle_timeout: 0,
+            read_buf_mem_limit: 0,
             relaxed_privileges: false,
             debug_time: false,
             maxconns_fast: true,
@@ -521,10 +541,16 @@ fn parse_extended<'a>(list: &'a str, s: &mut Settings) -> Result<(), UsageError>
             | "lru_crawler_tocrawl" => s.warnings.push(format!(
                 "-o {name} tunes memcached's slab allocator/LRU, which larder does not have; it has no effect"
             )),
-            "resp_obj_mem_limit" | "read_buf_mem_limit" => s.warnings.push(format!(
-                "-o {name} caps memcached's per-worker buffer pools, which larder does not have \
-                 (each connection's buffers are bounded by -I and the reply high-water mark); it has no effect"
-            )),
+            "read_buf_mem_limit" => {
+                let v = need(value)?;
+                let mb: usize =
+                    v.parse().map_err(|_| UsageError(format!("larder: could not parse argument to read_buf_mem_limit '{v}'")))?;
+                s.read_buf_mem_limit = mb << 20;
+            }
+            // memcached 1.6 says the same: the one limit is read_buf_mem_limit.
+            "resp_obj_mem_limit" => s.warnings.push(
+                "DEPRECATED: resp_obj_mem_limit no longer used. See read_buf_mem_limit".to_string(),
+            ),
             _ => return err(format!("larder: unsupported -o option '{name}'")),
         }
     }
@@ -583,6 +609,8 @@ pub fn help_text() -> String {
 -W, --disable-watch       disable watch commands (live logging)
 -o, --extended            comma separated list of extended options
    - idle_timeout:        timeout for idle connections, seconds (default: 0, no timeout)
+   - read_buf_mem_limit:  megabytes for connection buffers beyond 32 KiB per connection
+                          (default: the larger of 64 and 8 x -I; never less than -I + 64 KiB)
    - maxconns_fast:       immediately close new connections after limit (default: enabled)
    - watcher_logbuf_size: size in kilobytes of per-watcher write buffer (default: 256)
    - worker_logbuf_size:  size in kilobytes of per-worker-thread buffer

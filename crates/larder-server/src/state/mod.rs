@@ -2,8 +2,10 @@
 //! ([`config`], parsed from memcached's flags), the [`server::Server`]
 //! aggregate (store, clock, counters, observer, watch logger, grace
 //! winners, connection registry), the [`clock`], the request [`stats`] and
-//! grace mode's winner table ([`grace`]).
+//! grace mode's winner table ([`grace`]) and each worker's connection-memory
+//! budget ([`budget`]).
 
+pub mod budget;
 pub mod clock;
 pub mod config;
 pub mod grace;

@@ -6,6 +6,7 @@
 //! (quiet gets: on a miss); errors are always sent. See
 //! `larder_proto::binary` for the per-opcode contract this follows.
 
+use crate::exec::output::{Output, REPLY_HEAD};
 use crate::exec::{self, After, Ctx};
 use larder_observe::watch::StoreCmd;
 use larder_proto::binary::{self, BinParsed, BinRequest, Command, Extras, Status};
@@ -20,7 +21,7 @@ pub enum BinStep<'a> {
 }
 
 /// Answer parse errors the way memcached does; pass requests through.
-pub fn triage<'a>(cx: &mut Ctx<'_>, parsed: BinParsed<'a>, out: &mut Vec<u8>) -> BinStep<'a> {
+pub fn triage<'a>(cx: &mut Ctx<'_>, parsed: BinParsed<'a>, out: &mut Output) -> BinStep<'a> {
     match parsed {
         BinParsed::Request { request, consumed } => BinStep::Run(request, consumed),
         BinParsed::Incomplete { needed } => BinStep::Wait(needed),
@@ -40,7 +41,7 @@ pub fn triage<'a>(cx: &mut Ctx<'_>, parsed: BinParsed<'a>, out: &mut Vec<u8>) ->
     }
 }
 
-pub fn execute(cx: &mut Ctx<'_>, req: BinRequest<'_>, out: &mut Vec<u8>) -> After {
+pub fn execute(cx: &mut Ctx<'_>, req: BinRequest<'_>, out: &mut Output) -> After {
     let op = req.opcode;
     let quiet = op.quiet();
     let cas_arg = (req.cas != 0).then_some(req.cas);
@@ -51,9 +52,13 @@ pub fn execute(cx: &mut Ctx<'_>, req: BinRequest<'_>, out: &mut Vec<u8>) -> Afte
                 _ => None,
             };
             let hit = exec::read::read(cx, req.key, touch, |item, cas| {
-                binary::get_hit(out, op, req.opaque, cas, item.flags, req.key, item.value)
+                if out.reserve(item.value.len() + REPLY_HEAD) {
+                    binary::get_hit(out, op, req.opaque, cas, item.flags, req.key, item.value);
+                }
             });
-            if !hit && !quiet {
+            if out.take_refused() {
+                binary::error_message(out, op, Status::OutOfMemory, req.opaque, b"out of memory writing get response");
+            } else if !hit && !quiet {
                 binary::get_miss(out, op, req.opaque, req.key);
             }
         }
@@ -99,7 +104,7 @@ pub fn execute(cx: &mut Ctx<'_>, req: BinRequest<'_>, out: &mut Vec<u8>) -> Afte
     After::Continue
 }
 
-fn store(cx: &mut Ctx<'_>, req: &BinRequest<'_>, out: &mut Vec<u8>) {
+fn store(cx: &mut Ctx<'_>, req: &BinRequest<'_>, out: &mut Output) {
     let op = req.opcode;
     let (flags, exptime) = match req.extras {
         Extras::Store { flags, exptime } => (flags, cx.expiry(exptime as i64)),
@@ -146,7 +151,7 @@ fn store(cx: &mut Ctx<'_>, req: &BinRequest<'_>, out: &mut Vec<u8>) {
     binary::status_only(out, op, status, req.opaque);
 }
 
-fn arith(cx: &mut Ctx<'_>, req: &BinRequest<'_>, out: &mut Vec<u8>) {
+fn arith(cx: &mut Ctx<'_>, req: &BinRequest<'_>, out: &mut Output) {
     use exec::arith::Counted;
     let op = req.opcode;
     let Extras::Arith { delta, initial, exptime } = req.extras else {
@@ -180,7 +185,7 @@ fn arith(cx: &mut Ctx<'_>, req: &BinRequest<'_>, out: &mut Vec<u8>) {
 }
 
 /// `stat [group]`: the text report, re-framed as binary stat packets.
-fn stat(cx: &mut Ctx<'_>, req: &BinRequest<'_>, out: &mut Vec<u8>) {
+fn stat(cx: &mut Ctx<'_>, req: &BinRequest<'_>, out: &mut Output) {
     let srv = cx.srv;
     let group = req.key;
     if group.starts_with(b"reset") {

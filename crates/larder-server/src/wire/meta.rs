@@ -1,13 +1,14 @@
 //! The meta protocol's front end (`mg ms md ma mn me`): flags to executor
 //! arguments, outcomes to meta replies (`larder_proto::meta` encodes them).
 
+use crate::exec::output::{Output, REPLY_HEAD};
 use crate::exec::{self, Ctx};
 use crate::state::stats::bump;
 use larder_proto::meta::{self, MaItem, MaOutcome, MeItem, MetaCommand, MetaRequest, MetaStatus, MgItem};
 use larder_proto::{reply, StoreCommand};
 use larder_store::{DeleteOutcome, MetaGet, Mode, StoreResult, Time, WriteOptions};
 
-pub fn execute(cx: &mut Ctx<'_>, req: &MetaRequest<'_>, out: &mut Vec<u8>) {
+pub fn execute(cx: &mut Ctx<'_>, req: &MetaRequest<'_>, out: &mut Output) {
     bump(&cx.ws.cmd_meta, 1);
     match req.command {
         MetaCommand::Get => get(cx, req, out),
@@ -24,7 +25,7 @@ fn ttl(exptime: Time, now: Time) -> Option<i64> {
     (exptime != 0).then(|| exptime as i64 - now as i64)
 }
 
-fn get(cx: &mut Ctx<'_>, req: &MetaRequest<'_>, out: &mut Vec<u8>) {
+fn get(cx: &mut Ctx<'_>, req: &MetaRequest<'_>, out: &mut Output) {
     let f = &req.flags;
     let opts = MetaGet {
         bump: !f.has(b'u'),
@@ -52,14 +53,18 @@ fn get(cx: &mut Ctx<'_>, req: &MetaRequest<'_>, out: &mut Vec<u8>) {
             stale: m.stale,
             won: m.won,
         };
-        meta::mg_hit(out, req, &item);
+        if out.reserve(m.item.value.len() + REPLY_HEAD) {
+            meta::mg_hit(out, req, &item);
+        }
     });
-    if found == exec::read::MetaRead::Miss {
+    if out.take_refused() {
+        reply::line(out, crate::wire::text::OOM_WRITING_GET);
+    } else if found == exec::read::MetaRead::Miss {
         meta::mg_miss(out, req);
     }
 }
 
-fn set(cx: &mut Ctx<'_>, req: &MetaRequest<'_>, out: &mut Vec<u8>) {
+fn set(cx: &mut Ctx<'_>, req: &MetaRequest<'_>, out: &mut Output) {
     let f = &req.flags;
     let invalidate = f.has(b'I');
     // memcached: C makes set/replace a CAS store; append/prepend compare the
@@ -92,7 +97,7 @@ fn set(cx: &mut Ctx<'_>, req: &MetaRequest<'_>, out: &mut Vec<u8>) {
     meta::ms(out, req, status, cas);
 }
 
-fn delete(cx: &mut Ctx<'_>, req: &MetaRequest<'_>, out: &mut Vec<u8>) {
+fn delete(cx: &mut Ctx<'_>, req: &MetaRequest<'_>, out: &mut Output) {
     let f = &req.flags;
     let invalidate = f.has(b'I').then(|| exec::delete::Invalidate {
         exptime: f.ttl.map(|t| cx.expiry(t as i64)),
@@ -106,7 +111,7 @@ fn delete(cx: &mut Ctx<'_>, req: &MetaRequest<'_>, out: &mut Vec<u8>) {
     meta::md(out, req, status);
 }
 
-fn arith(cx: &mut Ctx<'_>, req: &MetaRequest<'_>, out: &mut Vec<u8>) {
+fn arith(cx: &mut Ctx<'_>, req: &MetaRequest<'_>, out: &mut Output) {
     use exec::arith::Counted;
     let f = &req.flags;
     let now = cx.now;
@@ -142,7 +147,7 @@ fn arith(cx: &mut Ctx<'_>, req: &MetaRequest<'_>, out: &mut Vec<u8>) {
 }
 
 /// `me <key>`: what the store knows about one item.
-fn debug(cx: &mut Ctx<'_>, req: &MetaRequest<'_>, out: &mut Vec<u8>) {
+fn debug(cx: &mut Ctx<'_>, req: &MetaRequest<'_>, out: &mut Output) {
     let key = req.key();
     let now = cx.now;
     let found = exec::read::inspect(cx, key, |m| {

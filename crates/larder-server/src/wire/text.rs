@@ -1,25 +1,22 @@
 //! The text protocol's front end: parse outcomes to executor calls, and
 //! outcomes to memcached's reply lines.
 
+use crate::exec::output::{Output, REPLY_HEAD};
 use crate::exec::{self, After, Ctx};
 use larder_proto::{reply, text, AdminCommand, Parsed, Request, StoreCommand};
 use larder_store::{DeleteOutcome, Mode, StoreResult, WriteOptions};
 
-/// Execute `req`, appending its reply (if any) to `out`.
-pub fn execute(cx: &mut Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
+/// memcached's reply when a get's response cannot be buffered.
+pub const OOM_WRITING_GET: &str = "SERVER_ERROR out of memory writing get response";
+
+/// Execute `req`, appending its reply (if any) to `out`. `resume`: keys of
+/// a multi-key get already answered before it paused ([`After::Paused`]).
+pub fn execute(cx: &mut Ctx<'_>, req: Request<'_>, out: &mut Output, resume: usize) -> After {
     match req {
-        Request::Get { keys, cas } => {
-            for key in keys {
-                get_one(cx, key, cas, None, out);
-            }
-            out.extend_from_slice(reply::END);
-        }
+        Request::Get { keys, cas } => return get_many(cx, keys, cas, None, out, resume),
         Request::Gat { exptime, keys, cas } => {
             let exp = cx.expiry(exptime);
-            for key in keys {
-                get_one(cx, key, cas, Some(exp), out);
-            }
-            out.extend_from_slice(reply::END);
+            return get_many(cx, keys, cas, Some(exp), out, resume);
         }
         Request::Store { command, key, flags, exptime, data, noreply } => {
             let mode = match command {
@@ -135,14 +132,43 @@ pub fn execute(cx: &mut Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
     After::Continue
 }
 
+/// The keys of a get/gets/gat/gats from the `resume`-th on, then `END`;
+/// pauses after a key once the output should drain first (a slow reader
+/// or a large value), to be run again with the count it returns.
+fn get_many(
+    cx: &mut Ctx<'_>,
+    keys: larder_proto::text::Keys<'_>,
+    cas: bool,
+    touch: Option<larder_store::Time>,
+    out: &mut Output,
+    resume: usize,
+) -> After {
+    for (i, key) in keys.enumerate().skip(resume) {
+        get_one(cx, key, cas, touch, out);
+        if out.take_refused() {
+            // No room in the connection budget for this value: memcached's
+            // reply when it cannot allocate a response, which ends the get.
+            reply::line(out, OOM_WRITING_GET);
+            return After::Continue;
+        }
+        if out.should_pause() {
+            return After::Paused(i + 1);
+        }
+    }
+    out.extend_from_slice(reply::END);
+    After::Continue
+}
+
 /// One key of a get/gets/gat/gats: the value line on a hit, nothing on a miss.
-fn get_one(cx: &mut Ctx<'_>, key: &[u8], cas: bool, touch: Option<larder_store::Time>, out: &mut Vec<u8>) {
+fn get_one(cx: &mut Ctx<'_>, key: &[u8], cas: bool, touch: Option<larder_store::Time>, out: &mut Output) {
     exec::read::read(cx, key, touch, |item, visible_cas| {
-        reply::value(out, key, item.flags, item.value, cas.then_some(visible_cas))
+        if out.reserve(item.value.len() + REPLY_HEAD) {
+            reply::value(out, key, item.flags, item.value, cas.then_some(visible_cas));
+        }
     });
 }
 
-fn arith_reply(outcome: exec::arith::Counted, out: &mut Vec<u8>) {
+fn arith_reply(outcome: exec::arith::Counted, out: &mut Output) {
     use exec::arith::Counted;
     match outcome {
         Counted::Value { value, .. } | Counted::Created { value, .. } => reply::number(out, value),
@@ -169,7 +195,7 @@ pub enum Step<'a> {
 
 /// Turn a parse outcome into a [`Step`], answering rejected requests the way
 /// memcached does (including what it does for a too-large `set`).
-pub fn triage<'a>(cx: &mut Ctx<'_>, parsed: Parsed<'a>, out: &mut Vec<u8>) -> Step<'a> {
+pub fn triage<'a>(cx: &mut Ctx<'_>, parsed: Parsed<'a>, out: &mut Output) -> Step<'a> {
     match parsed {
         Parsed::Request { request, consumed } => Step::Run(request, consumed),
         Parsed::Incomplete { needed } => Step::Wait(needed),

@@ -1,0 +1,108 @@
+//! The connection-memory budget: what connection buffers may hold beyond
+//! each connection's resting buffers (`conn::session::BUF_SIZE` for input
+//! and for output).
+//!
+//! One budget for the whole server (`-o read_buf_mem_limit`; memcached
+//! splits its limit over the workers, but a large value needs a large part
+//! of it on whichever worker serves it). It is touched only when a buffer
+//! grows past or shrinks back to its resting size, not per request.
+//! A session charges what its buffers hold past their resting size after
+//! each event and gives it all back when it closes. Before a buffer grows,
+//! the session (input: a data block to receive) or the executor (output: a
+//! value to send) asks whether the growth fits; what does not fit is
+//! refused with memcached's out-of-memory replies and counted
+//! (`read_buf_oom`, `response_obj_oom`). So the process holds at most
+//! `-m` + connections × 2 × `BUF_SIZE` + this budget, whatever clients send
+//! or fail to read.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+
+pub struct ConnBudget {
+    limit: usize,
+    /// Bytes charged by this worker's sessions (input + output).
+    used: AtomicUsize,
+    /// Of those and of the resting buffers: bytes of input and output
+    /// buffers, for `stats` (`read_buf_bytes`, `response_obj_bytes`).
+    read_bytes: AtomicUsize,
+    write_bytes: AtomicUsize,
+    pub read_oom: AtomicU64,
+    pub write_oom: AtomicU64,
+}
+
+impl ConnBudget {
+    pub fn new(limit: usize) -> ConnBudget {
+        ConnBudget {
+            limit,
+            used: AtomicUsize::new(0),
+            read_bytes: AtomicUsize::new(0),
+            write_bytes: AtomicUsize::new(0),
+            read_oom: AtomicU64::new(0),
+            write_oom: AtomicU64::new(0),
+        }
+    }
+
+    /// Bytes still free.
+    #[inline]
+    pub fn remaining(&self) -> usize {
+        self.limit.saturating_sub(self.used.load(Relaxed))
+    }
+
+    pub fn used(&self) -> usize {
+        self.used.load(Relaxed)
+    }
+
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// A session's charge changed from `old` to `new` bytes, and its
+    /// buffers from `(read, write)` bytes to the new ones.
+    #[inline]
+    pub fn recharge(&self, old: usize, new: usize, old_bufs: (usize, usize), new_bufs: (usize, usize)) {
+        move_by(&self.used, old, new);
+        move_by(&self.read_bytes, old_bufs.0, new_bufs.0);
+        move_by(&self.write_bytes, old_bufs.1, new_bufs.1);
+    }
+
+    /// (input buffer bytes, output buffer bytes) held by the worker's sessions.
+    pub fn buffer_bytes(&self) -> (usize, usize) {
+        (self.read_bytes.load(Relaxed), self.write_bytes.load(Relaxed))
+    }
+
+    #[inline]
+    pub fn count(counter: &AtomicU64) {
+        Self::count_n(counter, 1);
+    }
+
+    #[inline]
+    pub fn count_n(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Relaxed);
+    }
+}
+
+/// Move a shared gauge from `old` to `new` (no atomic operation when equal).
+#[inline]
+fn move_by(gauge: &AtomicUsize, old: usize, new: usize) {
+    if new > old {
+        gauge.fetch_add(new - old, Relaxed);
+    } else if old > new {
+        gauge.fetch_sub(old - new, Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn charges_and_gives_back() {
+        let b = ConnBudget::new(1000);
+        b.recharge(0, 600, (0, 0), (16, 16));
+        assert_eq!(b.remaining(), 400);
+        b.recharge(600, 100, (16, 16), (16, 0));
+        assert_eq!(b.remaining(), 900);
+        assert_eq!(b.buffer_bytes(), (16, 0));
+        b.recharge(100, 0, (16, 0), (0, 0));
+        assert_eq!(b.used(), 0);
+    }
+}
