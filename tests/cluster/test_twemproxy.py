@@ -148,6 +148,27 @@ def test_large_values(px):
     assert sum(nodes.curr_items()) == len(LARGE)
 
 
+def test_small_mbufs(px):
+    """nutcracker -m 512, its smallest mbuf: keys, values and a multi-get reply cross mbuf
+    boundaries hundreds of times."""
+    nodes, _ = px
+    proxy = cluster.Twemproxy(nodes, mbuf=512).start()
+    try:
+        sizes = [511, 512, 513, 4096, 100_000, 1_000_000]
+        with Text(proxy.port, timeout=30) as c:
+            for size in sizes:
+                k = f"small-mbuf:{size}"
+                assert c.cmd(set_cmd(k, value(k, size))) == b"STORED"
+            assert c.get(*[f"small-mbuf:{s}" for s in sizes]) == \
+                {f"small-mbuf:{s}": value(f"small-mbuf:{s}", s) for s in sizes}
+        ks = [f"small-mbuf:{i:04d}:" + "k" * 200 for i in range(500)]  # 500 keys of ~215 bytes
+        assert set_many(proxy.port, ((k, value(k)) for k in ks)) == [b"STORED"] * len(ks)
+        got = get_many(proxy.port, ks, per_get=500)
+        assert len(got) == len(ks) and all(got[k] == value(k) for k in ks)
+    finally:
+        proxy.stop()
+
+
 EARLY_REPLY = (
     "larder bug: a set over -I is answered (SERVER_ERROR object too large for cache) as soon "
     "as its command line is read, before its data block; memcached 1.6.18 answers after "
