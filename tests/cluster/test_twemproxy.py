@@ -170,8 +170,9 @@ def test_small_mbufs(px):
 
 
 EARLY_REPLY = (
-    "larder bug: a set over -I is answered (SERVER_ERROR object too large for cache) as soon "
-    "as its command line is read, before its data block; memcached 1.6.18 answers after "
+    "larder bug: a storage command (set/add/replace/append/prepend/cas) over -I is answered "
+    "(SERVER_ERROR object too large for cache) as soon as its command line is read, before its "
+    "data block; memcached 1.6.18 answers after "
     "swallowing the data. nutcracker treats a reply to a request it has not finished sending "
     "as stray, closes the server connection (nc_response.c rsp_filter) and answers "
     "'SERVER_ERROR Invalid argument' to every request pending on it, counting a server failure")
@@ -206,6 +207,27 @@ def test_value_over_item_size_limit(px, kind, request):
     time.sleep(0.3)  # nutcracker's stats are aggregated every 100 ms (-i 100)
     pool = proxy.stats()["cluster"]
     assert pool["server_ejects"] == 0 and all(pool[f"node{i}"]["server_err"] == 0 for i in (1, 2, 3)), pool
+
+
+@pytest.mark.parametrize("cmd", ["set", "add", "replace", "append", "prepend", "cas"])
+def test_node_answers_too_large_after_its_data(px, kind, cmd, request):
+    """The cause of the above, on one node without the proxy: a storage command over -I
+    must be answered after its data block has been read (memcached 1.6.18), never before."""
+    if kind == "larder":
+        request.applymarker(pytest.mark.xfail(reason=EARLY_REPLY, strict=True))
+    nodes, _ = px
+    n = 9 * 2**20
+    with Text(nodes[0].port) as c:
+        c.send(b"%s big:early 0 0 %d%s\r\n" % (cmd.encode(), n, b" 1" if cmd == "cas" else b""))
+        c.sock.settimeout(0.3)
+        try:
+            early = c.sock.recv(1000)
+        except TimeoutError:
+            early = b""
+        assert early == b"", f"answered before the data block: {early!r}"
+        c.send(b"x" * n + b"\r\n")
+        assert c.line() == b"SERVER_ERROR object too large for cache"
+        assert c.cmd(b"version\r\n").startswith(b"VERSION ")
 
 
 def test_key_placement_same_as_memcached():
