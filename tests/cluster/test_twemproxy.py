@@ -133,6 +133,20 @@ def test_pipelined_mixed_requests(px):
     assert sum(nodes.curr_items()) == 200
 
 
+def test_noreply_through_the_proxy(px):
+    """noreply storage, incr and delete: nothing comes back for them, and the next reply
+    on the connection is the next command's."""
+    nodes, proxy = px
+    with Text(proxy.port) as c:
+        c.send(b"".join(b"set nr:%d 0 0 1 noreply\r\n%d\r\n" % (i, i % 10) for i in range(200)))
+        c.send(b"".join(b"incr nr:%d 1 noreply\r\ndelete nr:%d noreply\r\n" % (i, i + 100)
+                        for i in range(100)))
+        assert c.cmd(set_cmd("nr:last", b"x")) == b"STORED"
+        got = c.get(*[f"nr:{i}" for i in range(200)])
+        assert got == {f"nr:{i}": b"%d" % (i % 10 + 1) for i in range(100)}
+    assert sum(nodes.curr_items()) == 101
+
+
 # nutcracker reads a value in mbufs (16 KiB by default, -m 512..16 MiB) and has no limit of
 # its own on a value's length (a 32-bit count): the nodes' -I (8m here) is the limit.
 LARGE = [16 * 1024 - 1, 16 * 1024, 16 * 1024 + 1, 100_000, 1_000_000, 4 * 2**20, 8 * 2**20 - 4096]
