@@ -280,6 +280,7 @@ class Twemproxy:
                 cmd += ["-m", str(self.mbuf)]
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                          stderr=subprocess.STDOUT, start_new_session=True)
+            larder_servers._live.add(self)  # stopped at exit or SIGTERM like the nodes
             if self._wait_ready():
                 return self
             last = self.log_text()
@@ -333,6 +334,7 @@ class Twemproxy:
 
     def stop(self):
         self._kill()
+        larder_servers._live.discard(self)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
