@@ -5,6 +5,7 @@ to tell them apart."""
 
 import os
 import sys
+import threading
 import time
 
 import pytest
@@ -264,6 +265,36 @@ def test_key_placement_same_as_memcached():
     assert maps["larder"] == maps["memcached"]
 
 
+class Bystander(threading.Thread):
+    """Reads `keys` in a loop through the proxy until told to stop (at most 60 s or 200,000
+    requests); collects every request that did not return the key's value."""
+
+    def __init__(self, port, keys):
+        super().__init__(daemon=True)
+        self.port, self.keys = port, keys
+        self.stop = threading.Event()
+        self.done, self.bad = 0, []
+
+    def run(self):
+        deadline = time.monotonic() + 60
+        try:
+            with Text(self.port) as c:
+                while not self.stop.is_set() and time.monotonic() < deadline and self.done < 200_000:
+                    k = self.keys[self.done % len(self.keys)]
+                    got = c.get(k)
+                    if got != {k: value(k)}:
+                        self.bad.append((k, got))
+                    self.done += 1
+        except Exception as e:  # noqa: BLE001 - reported by finish()
+            self.bad.append(("connection", repr(e)))
+
+    def finish(self):
+        self.stop.set()
+        self.join(15)
+        assert not self.is_alive()
+        return self.done, self.bad
+
+
 def test_node_killed_is_ejected_then_readded(kind):
     """A node killed mid-run: after server_failure_limit failures the proxy ejects it, its
     keys miss (they now hash to the survivors) while the other nodes' keys keep hitting;
@@ -282,6 +313,10 @@ def test_node_killed_is_ejected_then_readded(kind):
         ours = [k for k in ks if where[k] != victim.index]
         assert theirs and ours
 
+        # Traffic for the survivors' keys runs on its own connection from before the kill
+        # until the node is back: not one of those requests may miss or fail.
+        bystander = Bystander(proxy.port, ours)
+        bystander.start()
         victim.kill()
         # Requests for the dead node's keys fail (SERVER_ERROR) until it is ejected;
         # the survivors' keys hit throughout.
@@ -322,6 +357,8 @@ def test_node_killed_is_ejected_then_readded(kind):
         assert victim.stat("curr_items") == len(theirs)
         got = get_many(proxy.port, ks)
         assert len(got) == len(ks) and all(got[k] == value(k) for k in ks)
+        done, bad = bystander.finish()
+        assert done > 100 and bad == [], (done, bad[:5])
     finally:
         if proxy:
             proxy.stop()
