@@ -1,7 +1,7 @@
 """Three-node clusters for the cluster suite: larder or memcached nodes, optionally
 behind twemproxy (nutcracker), and a small raw text-protocol client.
 
-Everything listens on 127.0.0.1 on free ports, runs in its own process group and is
+Also used by scripts/bench-cluster. Everything listens on 127.0.0.1 on free ports, runs in its own process group and is
 stopped by the fixtures in conftest.py (and by larder_servers' atexit hook). Every wait
 here has a deadline; no loop is unbounded.
 """
@@ -15,8 +15,6 @@ import subprocess
 import sys
 import tempfile
 import time
-
-import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 import larder_servers  # noqa: E402
@@ -42,6 +40,7 @@ def require(path, what):
     """Fail under CI (which installs everything) when a dependency is missing; skip elsewhere."""
     if os.path.isfile(path) and os.access(path, os.X_OK):
         return
+    import pytest  # here, so that scripts/bench-cluster can use this module without pytest
     msg = f"{what} not found at {path} (scripts/test installs it: apt-get install nutcracker memcached)"
     if os.environ.get("CI") == "true":
         pytest.fail(msg)
@@ -281,6 +280,7 @@ class Twemproxy:
                 cmd += ["-m", str(self.mbuf)]
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                          stderr=subprocess.STDOUT, start_new_session=True)
+            larder_servers._live.add(self)  # stopped at exit or SIGTERM like the nodes
             if self._wait_ready():
                 return self
             last = self.log_text()
@@ -334,6 +334,7 @@ class Twemproxy:
 
     def stop(self):
         self._kill()
+        larder_servers._live.discard(self)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

@@ -140,7 +140,8 @@ def _kill_all():
 
 def _on_term(signum, frame):
     _kill_all()
-    raise SystemExit(128 + signum)
+    # not SystemExit: pytest would report it as one test's failure and go on starting servers
+    os._exit(128 + signum)
 
 
 # An interrupted or timed-out run still takes its servers down.
