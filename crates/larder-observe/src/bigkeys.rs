@@ -48,9 +48,9 @@
 //! # `stats bigkeys` (format)
 //!
 //! ```text
-//! STAT bigkey:<rank>:key <key>
+//! STAT bigkey:<rank>:key <escaped key>
 //! STAT bigkey:<rank>:size <bytes charged for the item>
-//! STAT bigkey:<rank>:prefix <prefix>        (omitted when the key has no delimiter)
+//! STAT bigkey:<rank>:prefix <escaped prefix> (omitted when the key has no delimiter)
 //! STAT bigkey:<rank>:age <seconds since it was written>
 //! STAT bigkey:<rank>:ttl <seconds left, -1 if it never expires>
 //! ...                                        (rank 1 = largest)
@@ -58,12 +58,16 @@
 //! STAT bigkeys_limit <K>
 //! END
 //! ```
+//!
+//! Keys and prefixes are escaped by [`crate::escape::escape_key`]
+//! (printable ASCII, no space, `%XX` for any other byte and for `%`), so a
+//! key holding any byte cannot forge lines; `user:1` prints as itself.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use crate::util::{hash_bytes, key_prefix, stat_bytes, stat_i64, stat_u64};
+use crate::util::{hash_bytes, key_prefix, stat_i64, stat_key, stat_u64};
 
 /// Default K.
 pub const DEFAULT_BIGKEYS: usize = 20;
@@ -251,10 +255,10 @@ impl BigKeys {
             rank += 1;
             let r = rank.to_string();
             let head = [&b"bigkey:"[..], r.as_bytes(), b":"].concat();
-            stat_bytes(out, &[&head, b"key"], &b.key);
+            stat_key(out, &[&head, b"key"], &b.key);
             stat_u64(out, &[&head, b"size"], b.size);
             if let Some(p) = key_prefix(&b.key, delimiter) {
-                stat_bytes(out, &[&head, b"prefix"], p);
+                stat_key(out, &[&head, b"prefix"], p);
             }
             stat_u64(out, &[&head, b"age"], now.saturating_sub(b.stored_at));
             let ttl = if b.exptime == 0 { -1 } else { b.exptime.saturating_sub(now) as i64 };

@@ -106,21 +106,25 @@
 //! STAT hotkeys_requests <N: requests in the window>
 //! STAT hotkeys_bytes <N: bytes sent in the window>
 //! STAT hotkeys_counters <m>
-//! STAT hotkey:requests:<rank>:key <key>
+//! STAT hotkey:requests:<rank>:key <escaped key>
 //! STAT hotkey:requests:<rank>:count <upper bound of requests>
 //! STAT hotkey:requests:<rank>:error <count - error is a lower bound>
 //! ...                                     (rank 1 = hottest)
-//! STAT hotkey:bytes:<rank>:key <key>
+//! STAT hotkey:bytes:<rank>:key <escaped key>
 //! STAT hotkey:bytes:<rank>:count <upper bound of bytes sent>
 //! STAT hotkey:bytes:<rank>:error <n>
 //! ...
 //! END
 //! ```
+//!
+//! Keys are escaped by [`crate::escape::escape_key`] (printable ASCII, no
+//! space, `%XX` for any other byte and for `%`), so a key holding any byte
+//! cannot forge lines; `user:1` prints as itself.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::util::{hash_bytes, stat_bytes, stat_u64};
+use crate::util::{hash_bytes, stat_key, stat_u64};
 
 /// Default counters per summary.
 pub const DEFAULT_COUNTERS: usize = 256;
@@ -537,7 +541,7 @@ impl HotKeys {
             for (i, h) in list.iter().enumerate() {
                 let rank = (i + 1).to_string();
                 let head = [&b"hotkey:"[..], kind, b":", rank.as_bytes(), b":"].concat();
-                stat_bytes(out, &[&head, b"key"], &h.key);
+                stat_key(out, &[&head, b"key"], &h.key);
                 stat_u64(out, &[&head, b"count"], h.count);
                 stat_u64(out, &[&head, b"error"], h.error);
             }

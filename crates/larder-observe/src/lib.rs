@@ -12,6 +12,7 @@
 //! | [`hotkeys`] | heavy hitters by requests and by bytes sent over a sliding window (Space-Saving); `stats hotkeys` renderer | every worker, on every key request |
 //! | [`latency`] | per-worker log-linear latency histograms, merged at report time | every worker, once per request |
 //! | [`prometheus`] | text exposition format 0.0.4 writer and a tiny `GET /metrics` HTTP/1.1 responder | the admin listener |
+//! | [`escape`] | the percent-encoding of every key and prefix a listing prints (so a key holding any byte cannot forge reply lines), and memcached's `uriencode` | every renderer below, the server's `stats cachedump` |
 //! | [`metadump`] | `lru_crawler metadump` line encoder (memcached's format) and the prefix filter | the key-dump crawler |
 //! | [`watch`] | `watch` log-stream line encoders (memcached's format) | the logger |
 //! | [`observer`] | one facade over all of the above: the few calls the server makes | the server |
@@ -25,6 +26,7 @@
 #![forbid(unsafe_code)]
 
 pub mod bigkeys;
+pub mod escape;
 pub mod hotkeys;
 pub mod latency;
 pub mod metadump;

@@ -16,7 +16,8 @@
 //! `key=foo%3A1 exp=1795260483 la=1795260383 cas=1 fetch=yes cls=1 size=71`,
 //! `key=sp%25ace%C3%A9 exp=-1 la=1795260383 cas=6 fetch=no cls=1 size=68`.
 //! The key is URI-encoded as memcached's `uriencode` does: every byte except
-//! ASCII letters, digits and `-._~` becomes `%XX` (upper-case hex).
+//! ASCII letters, digits and `-._~` becomes `%XX` (upper-case hex); see
+//! [`crate::escape`] for how this relates to the escaping of `stats` listings.
 //! larder has no slab classes: `cls` is whatever the server reports
 //! (suggested: 1 for every item, which tools that group by class handle).
 //!
@@ -56,17 +57,9 @@ pub struct MetadumpItem<'a> {
     pub size: u64,
 }
 
-/// Appends `key` URI-encoded like memcached's `uriencode`.
-pub fn uriencode(out: &mut Vec<u8>, key: &[u8]) {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    for &b in key {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b);
-        } else {
-            out.extend_from_slice(&[b'%', HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]);
-        }
-    }
-}
+/// Appends `key` URI-encoded like memcached's `uriencode` (defined with
+/// the listings' escaping in [`crate::escape`], which explains both).
+pub use crate::escape::uriencode;
 
 /// Appends one metadump line (with its `\n`).
 pub fn write_line(out: &mut Vec<u8>, it: &MetadumpItem<'_>) {

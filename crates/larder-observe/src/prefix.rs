@@ -105,6 +105,11 @@
 //! END\r\n
 //! ```
 //!
+//! `<prefix>` is escaped by [`crate::escape::escape_key`] (printable ASCII,
+//! no space, `%XX` for anything else and for `%`): identical to memcached's
+//! line for every ASCII prefix without `%`, and a binary-protocol or meta
+//! `b` key cannot forge lines through it (memcached prints it raw).
+//!
 //! One line per tracked prefix with any detail activity since the last
 //! `stats reset`, sorted by prefix bytes (memcached prints in hash-table
 //! order, which clients cannot rely on). Untracked prefixes (the `other`
@@ -137,7 +142,10 @@
 //! END
 //! ```
 //!
-//! The stat name of a row is split at its **last** `:` into row and field
+//! `<prefix>` is escaped as in `stats detail dump` ([`crate::escape`]), so
+//! a stat name is one printable word; decode it with
+//! [`crate::escape::unescape`]. The stat name of a row is split at its
+//! **last** `:` into row and field
 //! (field names contain no `:`; a prefix never contains the delimiter, and
 //! may contain `:` only when the delimiter is something else). Rows whose
 //! every field is zero are omitted. `items`/`bytes` are never reset;
@@ -146,6 +154,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::escape::escape_key;
 use crate::prometheus::{Exposition, MetricType};
 use crate::util::{find_byte, hash_bytes, partial_word, push_u64, stat_i64, word};
 
@@ -631,7 +640,7 @@ impl PrefixStats {
         for r in &rows {
             if let PrefixName::Named(n) = &r.prefix {
                 out.extend_from_slice(b"PREFIX ");
-                out.extend_from_slice(n);
+                escape_key(out, n);
                 out.extend_from_slice(b" get ");
                 push_u64(out, r.detail[0]);
                 out.extend_from_slice(b" hit ");
@@ -658,7 +667,12 @@ impl PrefixStats {
                 continue;
             }
             let head: Vec<u8> = match &r.prefix {
-                PrefixName::Named(n) => [&b"prefix:"[..], n, b":"].concat(),
+                PrefixName::Named(n) => {
+                    let mut h = b"prefix:".to_vec();
+                    escape_key(&mut h, n);
+                    h.push(b':');
+                    h
+                }
                 PrefixName::Other => b"other:".to_vec(),
                 PrefixName::Unprefixed => b"unprefixed:".to_vec(),
             };
@@ -674,8 +688,13 @@ impl PrefixStats {
     /// Per-prefix Prometheus series, bounded: the `top` prefixes by bytes
     /// stored get their own `prefix` label, the rest are summed into
     /// `prefix="#other"` (which also holds the `other` fold), keys without
-    /// delimiter are `prefix="#unprefixed"` (`#` keeps them apart from real
-    /// prefixes only by convention; a real prefix could start with `#`).
+    /// delimiter are `prefix="#unprefixed"`. A real prefix's label is the
+    /// prefix escaped as in `stats prefixes` ([`crate::escape::escape_key`]:
+    /// printable ASCII, distinct prefixes get distinct labels, where a lossy
+    /// UTF-8 conversion would merge them into duplicate series), with a
+    /// leading `#` written `%23` so no prefix can pose as `#other` or
+    /// `#unprefixed`; the exposition then escapes `\` and `"` as the text
+    /// format requires.
     pub fn write_prometheus(&self, e: &mut Exposition, top: usize) {
         let rows = self.snapshot();
         let mut named: Vec<&PrefixRow> = rows.iter().filter(|r| matches!(r.prefix, PrefixName::Named(_))).collect();
@@ -686,7 +705,7 @@ impl PrefixStats {
         for (i, r) in named.iter().enumerate() {
             if i < top {
                 if let PrefixName::Named(n) = &r.prefix {
-                    shown.push((String::from_utf8_lossy(n).into_owned(), r));
+                    shown.push((prefix_label(n), r));
                 }
             } else {
                 add_row(&mut other, r);
@@ -744,6 +763,15 @@ impl PrefixStats {
             + 2 * sh.names.len() * 8
             + workers.next_power_of_two().max(4) * std::mem::size_of::<Arc<Counters>>()
             + workers * sh.per_worker_bytes()
+    }
+}
+
+/// The `prefix` label of a named prefix (see [`PrefixStats::write_prometheus`]).
+fn prefix_label(prefix: &[u8]) -> String {
+    let label = crate::escape::escaped_key(prefix);
+    match label.strip_prefix('#') {
+        Some(rest) => format!("%23{rest}"),
+        None => label,
     }
 }
 

@@ -13,6 +13,14 @@
 //!   and `END` (memcached says `ERROR`) is not asked again; those panels are
 //!   left out.
 //!
+//! Keys and prefixes arrive escaped ([`crate::escape`]: printable ASCII,
+//! `%XX` for other bytes and `%`). `top` shows a key decoded when the
+//! decoded text is printable (UTF-8 without control characters or
+//! whitespace, so `caf%C3%A9` shows as `café`), and as sent otherwise, so
+//! no key can put control bytes or terminal escapes on the screen
+//! ([`display_key`]). The reply reader relies on the escaping too: no key
+//! can end a reply early with a forged `END`.
+//!
 //! and redraws the terminal with ANSI `ESC[H ESC[2J` (no curses). The
 //! leading prefixes are listed by memory, by requests/s and by bytes
 //! sent/s; hot keys by requests and by bytes; big keys by size.
@@ -48,9 +56,24 @@ pub fn parse_stats(text: &str) -> Vec<(String, String)> {
     v
 }
 
+/// How `top` shows a key or prefix that the server sent escaped: decoded
+/// when that gives printable text (no control characters, no whitespace),
+/// else as sent (already printable ASCII).
+pub fn display_key(escaped: &str) -> String {
+    match crate::escape::unescape(escaped.as_bytes()).map(String::from_utf8) {
+        Some(Ok(text)) if !text.chars().any(|c| c.is_control() || c.is_whitespace()) => text,
+        _ => escaped.chars().map(|c| if c.is_ascii_graphic() { c } else { '?' }).collect(),
+    }
+}
+
 /// One row of `stats prefixes`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PrefixInfo {
+    /// The row as the server names it (`prefix:<escaped>`, `other`,
+    /// `unprefixed`): unique, matches rows across samples.
+    pub id: String,
+    /// What the screen shows ([`display_key`] of the prefix, `(other)`,
+    /// `(no prefix)`).
     pub name: String,
     pub fields: HashMap<String, i64>,
 }
@@ -96,11 +119,13 @@ impl Sample {
     /// Fills `prefixes` from a `stats prefixes` reply.
     pub fn set_prefixes(&mut self, pairs: &[(String, String)]) {
         let mut rows: Vec<PrefixInfo> = Vec::new();
-        let mut pos: HashMap<String, usize> = HashMap::new();
+        // by the row as sent (`prefix:<escaped>`, `other`, `unprefixed`),
+        // so a real prefix named like a fold's display name stays apart
+        let mut pos: HashMap<&str, usize> = HashMap::new();
         for (name, value) in pairs {
             let Some((row, field)) = name.rsplit_once(':') else { continue };
-            let row = if let Some(p) = row.strip_prefix("prefix:") {
-                p.to_string()
+            let shown = if let Some(p) = row.strip_prefix("prefix:") {
+                display_key(p)
             } else if row == "other" {
                 "(other)".to_string()
             } else if row == "unprefixed" {
@@ -108,8 +133,8 @@ impl Sample {
             } else {
                 continue;
             };
-            let i = *pos.entry(row.clone()).or_insert_with(|| {
-                rows.push(PrefixInfo { name: row.clone(), fields: HashMap::new() });
+            let i = *pos.entry(row).or_insert_with(|| {
+                rows.push(PrefixInfo { id: row.to_string(), name: shown, fields: HashMap::new() });
                 rows.len() - 1
             });
             rows[i].fields.insert(field.to_string(), value.parse().unwrap_or(0));
@@ -156,7 +181,7 @@ fn key_field(list: &mut Vec<KeyInfo>, rank: &str, field: &str, value: &str) {
         list.push(KeyInfo::default());
     }
     if field == "key" {
-        list[r - 1].key = value.to_string();
+        list[r - 1].key = display_key(value);
     } else {
         list[r - 1].fields.insert(field.to_string(), value.to_string());
     }
@@ -258,9 +283,9 @@ pub fn render(cur: &Sample, prev: Option<&Sample>, server: &str, rows: usize) ->
     );
 
     if let Some(pfx) = &cur.prefixes {
-        let prev_row = |name: &str| prev.and_then(|p| p.prefixes.as_ref()).and_then(|v| v.iter().find(|r| r.name == name));
+        let prev_row = |id: &str| prev.and_then(|p| p.prefixes.as_ref()).and_then(|v| v.iter().find(|r| r.id == id));
         let prate = |r: &PrefixInfo, f: &str| -> f64 {
-            match (prev, prev_row(&r.name)) {
+            match (prev, prev_row(&r.id)) {
                 (Some(_), Some(p)) => (r.get(f) - p.get(f)).max(0) as f64 / dt,
                 (Some(_), None) => r.get(f) as f64 / dt,
                 _ => r.get(f) as f64 / dt,

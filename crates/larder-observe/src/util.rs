@@ -134,13 +134,15 @@ pub(crate) fn stat_i64(out: &mut Vec<u8>, name: &[&[u8]], v: i64) {
     out.extend_from_slice(b"\r\n");
 }
 
-pub(crate) fn stat_bytes(out: &mut Vec<u8>, name: &[&[u8]], v: &[u8]) {
+/// `STAT <name> <escaped key>\r\n`: a key or prefix as the value,
+/// escaped by [`crate::escape::escape_key`] so it is one printable word.
+pub(crate) fn stat_key(out: &mut Vec<u8>, name: &[&[u8]], key: &[u8]) {
     out.extend_from_slice(b"STAT ");
     for p in name {
         out.extend_from_slice(p);
     }
     out.push(b' ');
-    out.extend_from_slice(v);
+    crate::escape::escape_key(out, key);
     out.extend_from_slice(b"\r\n");
 }
 

@@ -159,6 +159,16 @@ const CACHEDUMP_MAX: usize = 2 * 1024 * 1024;
 /// `limit` (0: as many as fit in 2 MB). memcached lists its cold LRU, newest
 /// first; larder walks the shards, oldest segments first, one shard lock
 /// at a time.
+///
+/// Keys (issue 12, item 6). memcached 1.6.18's `item_cachedump` (items.c)
+/// skips items stored with a meta `b` (base64) key (`ITEM_KEY_BINARY`) and
+/// prints every other key raw with `%s` (cut at a NUL byte). A
+/// binary-protocol key is not flagged `ITEM_KEY_BINARY` and may hold any
+/// byte, so there a key holding `\r\nEND\r\n` forges lines in the dump.
+/// larder skips the meta `b` items as memcached does and prints every
+/// other key escaped with `larder_observe::escape::escape_key` (printable
+/// ASCII, no space, `%XX` for any other byte and for `%`): identical to
+/// memcached for ASCII keys without `%`, one safe word for the rest.
 fn cachedump(srv: &Server, args: &[&[u8]], now: Time, out: &mut Vec<u8>) {
     if !srv.settings.dump_enabled {
         reply::line(out, "CLIENT_ERROR stats cachedump not allowed");
@@ -192,7 +202,7 @@ fn cachedump(srv: &Server, args: &[&[u8]], now: Time, out: &mut Vec<u8>) {
             // Written in place; taken back if it would pass the cap.
             let before = out.len();
             out.extend_from_slice(b"ITEM ");
-            out.extend_from_slice(key);
+            larder_observe::escape::escape_key(out, key);
             let _ = write!(out, " [{} b; {} s]\r\n", it.value_len, expiry);
             if out.len() - start + 5 > CACHEDUMP_MAX {
                 out.truncate(before);
