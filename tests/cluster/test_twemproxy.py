@@ -184,13 +184,6 @@ def test_small_mbufs(px):
         proxy.stop()
 
 
-EARLY_REPLY = (
-    "larder bug: a storage command (set/add/replace/append/prepend/cas) over -I is answered "
-    "(SERVER_ERROR object too large for cache) as soon as its command line is read, before its "
-    "data block; memcached 1.6.18 answers after "
-    "swallowing the data. nutcracker treats a reply to a request it has not finished sending "
-    "as stray, closes the server connection (nc_response.c rsp_filter) and answers "
-    "'SERVER_ERROR Invalid argument' to every request pending on it, counting a server failure")
 
 
 def socket_buffers_max():
@@ -201,11 +194,9 @@ def socket_buffers_max():
     return total
 
 
-def test_value_over_item_size_limit(px, kind, request):
+def test_value_over_item_size_limit(px, kind):
     """A set over the nodes' -I: the node's own error comes back through the proxy, the data
     is swallowed, and neither that connection nor the node suffers for it."""
-    if kind == "larder":
-        request.applymarker(pytest.mark.xfail(reason=EARLY_REPLY, strict=True))
     nodes, proxy = px
     # far over -I (8m), and more than the kernel's socket buffers can take in at once
     # (tcp_wmem + tcp_rmem maxima), so the proxy is still sending the data when the node
@@ -225,11 +216,9 @@ def test_value_over_item_size_limit(px, kind, request):
 
 
 @pytest.mark.parametrize("cmd", ["set", "add", "replace", "append", "prepend", "cas"])
-def test_node_answers_too_large_after_its_data(px, kind, cmd, request):
+def test_node_answers_too_large_after_its_data(px, kind, cmd):
     """The cause of the above, on one node without the proxy: a storage command over -I
     must be answered after its data block has been read (memcached 1.6.18), never before."""
-    if kind == "larder":
-        request.applymarker(pytest.mark.xfail(reason=EARLY_REPLY, strict=True))
     nodes, _ = px
     n = 9 * 2**20
     with Text(nodes[0].port) as c:

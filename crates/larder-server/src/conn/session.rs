@@ -87,6 +87,9 @@ pub struct Session {
     out: Output,
     /// Start of unsent bytes in `out`.
     wstart: usize,
+    /// The reply to a rejected request, held until its data block has been
+    /// swallowed (see `defer_reply`).
+    deferred: Vec<u8>,
     /// Bytes charged to the worker's connection budget, and the buffer
     /// sizes last reported to it.
     charged: usize,
@@ -140,6 +143,7 @@ impl Session {
             resume: 0,
             charged: 0,
             bufs: (0, 0),
+            deferred: Vec::new(),
             swallow: 0,
             need: 0,
             closing: false,
@@ -200,6 +204,18 @@ impl Session {
         self.bufs = (0, 0);
     }
 
+    /// A request rejected before its data block arrived: as memcached, its
+    /// reply (written from `mark` on) goes out only once the block has been
+    /// read and discarded. A proxy that sees a reply before it finished
+    /// sending the request takes the server for broken (twemproxy closes
+    /// the connection and may eject the node).
+    fn defer_reply(&mut self, mark: usize, swallow: usize) {
+        if swallow > 0 && self.out.len() > mark {
+            self.deferred.extend_from_slice(&self.out[mark..]);
+            self.out.truncate(mark);
+        }
+    }
+
     /// Whether the read buffer may grow to hold `total` bytes from
     /// `rstart` (a data block announced by its command line).
     fn input_fits(&self, total: usize, budget: &ConnBudget) -> bool {
@@ -212,6 +228,7 @@ impl Session {
     /// answers a value it cannot allocate, and discarded as it arrives.
     fn refuse_input(&mut self, total: usize, budget: &ConnBudget, binary_request: bool) {
         ConnBudget::count(&budget.read_oom);
+        let mark = self.out.len();
         if binary_request {
             let h = &self.rbuf[self.rstart..self.rstart + 24];
             let opaque = u32::from_be_bytes([h[12], h[13], h[14], h[15]]);
@@ -222,6 +239,7 @@ impl Session {
         let buffered = self.rend - self.rstart;
         self.swallow = total - buffered;
         self.rstart = self.rend;
+        self.defer_reply(mark, self.swallow);
     }
 
     fn serve(&mut self, srv: &Server, ws: &WorkerStats, obs: &mut Obs, now: Time, budget: &ConnBudget) -> Status {
@@ -369,6 +387,9 @@ impl Session {
                     self.info.set_state(ConnState::Swallow);
                     break;
                 }
+                // The rejected data block is all in: now its reply.
+                self.out.extend_from_slice(&self.deferred);
+                self.deferred.clear();
             }
             if self.dump.is_some() {
                 if *allowance == 0 {
@@ -401,6 +422,7 @@ impl Session {
                 };
             }
             if self.wire == Wire::Binary {
+                let mark = self.out.len();
                 let mut cx = Ctx::new(srv, ws, obs, now);
                 match binwire::triage(&mut cx, binary::parse(buf, &srv.limits), &mut self.out) {
                     BinStep::Run(request, consumed) => {
@@ -431,6 +453,9 @@ impl Session {
                     BinStep::Skip { consumed, swallow, close } => {
                         self.rstart += consumed;
                         self.swallow = swallow;
+                        if !close {
+                            self.defer_reply(mark, swallow);
+                        }
                         if close {
                             self.closing = true;
                             break;
@@ -443,6 +468,7 @@ impl Session {
                 }
                 continue;
             }
+            let mark = self.out.len();
             let mut cx = Ctx::new(srv, ws, obs, now);
             match triage(&mut cx, parse(buf, &srv.limits), &mut self.out) {
                 Step::Run(Request::Admin { command: AdminCommand::LruCrawler, args }, consumed)
@@ -501,6 +527,7 @@ impl Session {
                 Step::Skip { consumed, swallow } => {
                     self.rstart += consumed;
                     self.swallow = swallow;
+                    self.defer_reply(mark, swallow);
                 }
                 Step::Close => {
                     self.closing = true;
