@@ -51,6 +51,7 @@ fn main() {
 }
 
 fn run(settings: Settings) -> Result<(), String> {
+    tune_malloc();
     if settings.daemonize {
         daemonize(settings.verbose > 0)?;
     }
@@ -88,6 +89,19 @@ fn run(settings: Settings) -> Result<(), String> {
         let _ = std::fs::remove_file(pidfile);
     }
     result
+}
+
+/// Serve buffers of 64 KiB and more (a large value's input or output) from
+/// their own mappings, given back to the system when freed. glibc's default
+/// threshold rises after such a buffer is freed, so later ones came from the
+/// heap and a thousand connections that each once moved a 250 KB value kept
+/// 260 MB resident after going idle (and after closing).
+fn tune_malloc() {
+    // SAFETY: mallopt only changes allocator parameters; called before any
+    // other thread exists.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 64 * 1024);
+    }
 }
 
 /// Detach from the terminal: fork, new session, stdio to /dev/null (unless

@@ -90,9 +90,10 @@ pub struct Session {
     /// The reply to a rejected request, held until its data block has been
     /// swallowed (see `defer_reply`).
     deferred: Vec<u8>,
-    /// Bytes charged to the worker's connection budget, and the buffer
-    /// sizes last reported to it.
-    charged: usize,
+    /// Bytes of the read buffer past `BUF_SIZE` charged to the connection
+    /// budget (the output charges its own), and the buffer sizes last
+    /// reported to it.
+    in_charged: usize,
     bufs: (usize, usize),
     /// Keys of the multi-key get at the front of the read buffer already
     /// answered before it paused for the output to drain.
@@ -131,17 +132,17 @@ struct Dump {
 }
 
 impl Session {
-    pub fn new(stream: Stream, info: Arc<ConnInfo>, now: Time) -> Session {
+    pub fn new(stream: Stream, info: Arc<ConnInfo>, now: Time, budget: Arc<ConnBudget>) -> Session {
         Session {
             stream,
             info,
             rbuf: vec![0; BUF_SIZE],
             rstart: 0,
             rend: 0,
-            out: Output::new(BUF_SIZE),
+            out: Output::budgeted(BUF_SIZE, budget),
             wstart: 0,
             resume: 0,
-            charged: 0,
+            in_charged: 0,
             bufs: (0, 0),
             deferred: Vec::new(),
             swallow: 0,
@@ -190,17 +191,21 @@ impl Session {
         if self.out.refusals > 0 {
             ConnBudget::count_n(&budget.write_oom, std::mem::take(&mut self.out.refusals));
         }
+        self.out.settle_charge();
+        let input = self.rbuf.len().saturating_sub(BUF_SIZE);
+        budget.recharge(self.in_charged, input);
+        self.in_charged = input;
         let bufs = (self.rbuf.len(), self.out.capacity());
-        let charge = bufs.0.saturating_sub(BUF_SIZE) + bufs.1.saturating_sub(BUF_SIZE);
-        budget.recharge(self.charged, charge, self.bufs, bufs);
-        self.charged = charge;
+        budget.resize(self.bufs, bufs);
         self.bufs = bufs;
     }
 
     /// The connection is closing: give everything back to the budget.
     pub fn release(&mut self, budget: &ConnBudget) {
-        budget.recharge(self.charged, 0, self.bufs, (0, 0));
-        self.charged = 0;
+        self.out.release();
+        budget.recharge(self.in_charged, 0);
+        self.in_charged = 0;
+        budget.resize(self.bufs, (0, 0));
         self.bufs = (0, 0);
     }
 
@@ -216,12 +221,19 @@ impl Session {
         }
     }
 
-    /// Whether the read buffer may grow to hold `total` bytes from
-    /// `rstart` (a data block announced by its command line).
-    fn input_fits(&self, total: usize, budget: &ConnBudget) -> bool {
-        let held = self.rbuf.len().saturating_sub(BUF_SIZE);
+    /// Take from the budget what the read buffer needs to hold `total`
+    /// bytes from `rstart` (a data block announced by its command line);
+    /// false if that does not fit.
+    fn input_fits(&mut self, total: usize, budget: &ConnBudget) -> bool {
         let wanted = total.max(self.rbuf.len()).saturating_sub(BUF_SIZE);
-        wanted <= held || wanted - held <= budget.remaining()
+        if wanted <= self.in_charged {
+            return true;
+        }
+        if !budget.try_take(wanted - self.in_charged) {
+            return false;
+        }
+        self.in_charged = wanted;
+        true
     }
 
     /// A data block that does not fit in the budget: answered as memcached
@@ -407,10 +419,7 @@ impl Session {
             if *allowance == 0 {
                 return true;
             }
-            // What the next request may produce: pause at the bound, grow
-            // only within the budget.
-            self.account(budget);
-            self.out.room = budget.remaining();
+            // What the next request may produce before it pauses.
             self.out.pause_at = self.wstart + WRITE_HIGH_WATER;
             let buf = &self.rbuf[self.rstart..self.rend];
             if self.wire == Wire::Undecided {
@@ -614,7 +623,7 @@ impl Session {
             }
         }
         if self.out.is_empty() && self.out.capacity() > SHRINK_ABOVE {
-            self.out.buf = Vec::with_capacity(BUF_SIZE);
+            self.out.shrink();
         }
     }
 }

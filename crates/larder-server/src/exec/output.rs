@@ -13,14 +13,20 @@
 //!   not sent and the command answers memcached's `SERVER_ERROR out of
 //!   memory writing get response` instead.
 
+use crate::state::budget::ConnBudget;
 use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
 
 pub struct Output {
     pub buf: Vec<u8>,
     /// Buffer length at which producers pause (`usize::MAX`: never).
     pub pause_at: usize,
-    /// Bytes the buffer may grow past its capacity (`usize::MAX`: no limit).
-    pub room: usize,
+    /// Where growth past `rest` bytes of capacity is charged (None: UDP,
+    /// whose buffer is bounded by the datagram it answers).
+    budget: Option<Arc<ConnBudget>>,
+    rest: usize,
+    /// Bytes of capacity past `rest` charged to the budget.
+    charged: usize,
     /// A value was refused for want of room since the last check.
     refused: bool,
     /// Values refused since the session last counted them.
@@ -41,8 +47,38 @@ impl DerefMut for Output {
 }
 
 impl Output {
+    /// Output whose growth is not budgeted.
     pub fn new(capacity: usize) -> Output {
-        Output { buf: Vec::with_capacity(capacity), pause_at: usize::MAX, room: usize::MAX, refused: false, refusals: 0 }
+        Output { buf: Vec::with_capacity(capacity), pause_at: usize::MAX, budget: None, rest: capacity, charged: 0, refused: false, refusals: 0 }
+    }
+
+    /// Output whose capacity past `capacity` is charged to `budget`.
+    pub fn budgeted(capacity: usize, budget: Arc<ConnBudget>) -> Output {
+        Output { budget: Some(budget), ..Output::new(capacity) }
+    }
+
+    /// Charge the budget for the capacity the buffer has now (growth that
+    /// was not reserved, shrinking).
+    pub fn settle_charge(&mut self) {
+        if let Some(b) = &self.budget {
+            let now = self.buf.capacity().saturating_sub(self.rest);
+            b.recharge(self.charged, now);
+            self.charged = now;
+        }
+    }
+
+    /// Give back to the resting size and return the whole charge.
+    pub fn shrink(&mut self) {
+        self.buf = Vec::with_capacity(self.rest);
+        self.settle_charge();
+    }
+
+    /// The connection is closing: give everything back.
+    pub fn release(&mut self) {
+        if let Some(b) = &self.budget {
+            b.recharge(self.charged, 0);
+            self.charged = 0;
+        }
     }
 
     /// Whether to stop producing until the socket takes what is pending.
@@ -51,26 +87,29 @@ impl Output {
         self.buf.len() >= self.pause_at
     }
 
-    /// Whether `n` more bytes fit (in spare capacity, or within `room`);
-    /// if not, remembers the refusal for [`take_refused`](Self::take_refused).
-    ///
-    /// Growth is taken from `room` as it happens (the buffer may grow up to
-    /// twice what was asked, as a `Vec` does; the session charges the real
-    /// capacity to its budget after the request).
+    /// Whether `n` more bytes fit: in spare capacity, or by growing within
+    /// the budget (taken before the buffer grows, so concurrent connections
+    /// cannot overdraw it). If not, remembers the refusal for
+    /// [`take_refused`](Self::take_refused).
     #[inline]
     pub fn reserve(&mut self, n: usize) -> bool {
         let spare = self.buf.capacity() - self.buf.len();
         if n <= spare {
             return true;
         }
-        if n - spare > self.room {
+        let Some(b) = &self.budget else {
+            self.buf.reserve(n);
+            return true;
+        };
+        let want = (self.buf.len() + n).saturating_sub(self.rest).saturating_sub(self.charged);
+        if !b.try_take(want) {
             self.refused = true;
             self.refusals += 1;
             return false;
         }
-        let before = self.buf.capacity();
-        self.buf.reserve(n);
-        self.room = self.room.saturating_sub(self.buf.capacity() - before);
+        self.charged += want;
+        self.buf.reserve_exact(n);
+        self.settle_charge();
         true
     }
 
@@ -89,15 +128,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reserve_uses_spare_capacity_then_room() {
-        let mut out = Output::new(100);
-        out.room = 50;
+    fn reserve_uses_spare_capacity_then_the_budget() {
+        let budget = Arc::new(ConnBudget::new(50));
+        let mut out = Output::budgeted(100, budget.clone());
         assert!(out.reserve(100));
         assert!(!out.reserve(151));
         assert!(out.take_refused());
         assert!(out.reserve(150));
         assert!(out.buf.capacity() >= 150);
-        assert!(!out.take_refused());
+        assert_eq!(budget.used(), out.buf.capacity() - 100);
+        out.shrink();
+        assert_eq!(budget.used(), 0);
         out.pause_at = 10;
         out.extend_from_slice(&[0; 10]);
         assert!(out.should_pause());

@@ -55,11 +55,33 @@ impl ConnBudget {
         self.limit
     }
 
-    /// A session's charge changed from `old` to `new` bytes, and its
-    /// buffers from `(read, write)` bytes to the new ones.
+    /// Take `n` bytes if they fit (atomically: two workers cannot both
+    /// take the last of it).
     #[inline]
-    pub fn recharge(&self, old: usize, new: usize, old_bufs: (usize, usize), new_bufs: (usize, usize)) {
+    pub fn try_take(&self, n: usize) -> bool {
+        let mut cur = self.used.load(Relaxed);
+        loop {
+            if cur + n > self.limit {
+                return false;
+            }
+            match self.used.compare_exchange_weak(cur, cur + n, Relaxed, Relaxed) {
+                Ok(_) => return true,
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// A charge moved from `old` to `new` bytes, whether or not it fits
+    /// (growth that was not asked for first: a reply's few bytes past the
+    /// pause mark, a buffer's rounding).
+    #[inline]
+    pub fn recharge(&self, old: usize, new: usize) {
         move_by(&self.used, old, new);
+    }
+
+    /// A session's buffers went from `(read, write)` bytes to the new ones.
+    #[inline]
+    pub fn resize(&self, old_bufs: (usize, usize), new_bufs: (usize, usize)) {
         move_by(&self.read_bytes, old_bufs.0, new_bufs.0);
         move_by(&self.write_bytes, old_bufs.1, new_bufs.1);
     }
@@ -97,12 +119,29 @@ mod tests {
     #[test]
     fn charges_and_gives_back() {
         let b = ConnBudget::new(1000);
-        b.recharge(0, 600, (0, 0), (16, 16));
+        assert!(b.try_take(600));
+        assert!(!b.try_take(401));
         assert_eq!(b.remaining(), 400);
-        b.recharge(600, 100, (16, 16), (16, 0));
+        b.recharge(600, 100);
         assert_eq!(b.remaining(), 900);
+        b.resize((0, 0), (16, 16));
+        b.resize((16, 16), (16, 0));
         assert_eq!(b.buffer_bytes(), (16, 0));
-        b.recharge(100, 0, (16, 0), (0, 0));
+        b.recharge(100, 0);
         assert_eq!(b.used(), 0);
+    }
+
+    #[test]
+    fn two_threads_never_take_more_than_the_limit() {
+        let b = std::sync::Arc::new(ConnBudget::new(10_000));
+        let taken: usize = (0..2)
+            .map(|_| {
+                let b = b.clone();
+                std::thread::spawn(move || (0..10_000).filter(|_| b.try_take(3)).count() * 3)
+            })
+            .map(|t| t.join().unwrap())
+            .sum();
+        assert_eq!(taken, b.used());
+        assert!(taken <= 10_000 && taken > 10_000 - 3);
     }
 }

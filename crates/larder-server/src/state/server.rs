@@ -58,7 +58,7 @@ pub struct Server {
     /// How this server is asked to stop.
     pub shutdown: Shutdown,
     /// The connection-memory budget (`state::budget`).
-    pub budget: crate::state::budget::ConnBudget,
+    pub budget: Arc<crate::state::budget::ConnBudget>,
     pub settings: Settings,
     pub store: Store,
     pub clock: Clock,
@@ -97,7 +97,7 @@ impl Server {
         });
         observer.prefixes.set_detail(settings.detail_enabled);
         let log = crate::trace::watch::Logger::new(settings.watch_enabled, settings.worker_logbuf_size, settings.watcher_logbuf_size);
-        let budget = crate::state::budget::ConnBudget::new(settings.conn_budget());
+        let budget = Arc::new(crate::state::budget::ConnBudget::new(settings.conn_budget()));
         Server {
             shutdown,
             budget,
