@@ -2,10 +2,12 @@
 //! ([`config`], parsed from memcached's flags), the [`server::Server`]
 //! aggregate (store, clock, counters, observer, watch logger, grace
 //! winners, connection registry), the [`clock`], the request [`stats`] and
-//! grace mode's winner table ([`grace`]).
+//! grace mode's winner table ([`grace`]), and the warm restart's snapshot
+//! file ([`persist`]).
 
 pub mod clock;
 pub mod config;
 pub mod grace;
+pub mod persist;
 pub mod server;
 pub mod stats;
