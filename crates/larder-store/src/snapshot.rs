@@ -28,7 +28,8 @@
 //!   36  8  saved at, Unix seconds
 //!   44  8  memory limit (-m) of the writer, bytes
 //!   52  4  item size max (-I) of the writer, bytes
-//!   56  4  reserved, 0
+//!   56  4  items indexed when the save began (saturating; an upper bound
+//!          of the records, which lets a reader size its index up front)
 //!   60  4  CRC-32C of bytes 0..60
 //! blocks, numbered 0, 1, 2, ... in file order
 //!   0   4  kind: 1 = items, 2 = end
@@ -269,7 +270,7 @@ impl<W: io::Write> BlockWriter<W> {
 }
 
 /// The 64-byte file header.
-fn header(larder_version: &str, saved_at: i64, memory_limit: u64, item_size_max: u32) -> [u8; HEADER_LEN] {
+fn header(larder_version: &str, saved_at: i64, memory_limit: u64, item_size_max: u32, items_hint: u32) -> [u8; HEADER_LEN] {
     let mut h = [0u8; HEADER_LEN];
     h[0..8].copy_from_slice(MAGIC);
     h[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
@@ -280,6 +281,7 @@ fn header(larder_version: &str, saved_at: i64, memory_limit: u64, item_size_max:
     h[36..44].copy_from_slice(&saved_at.to_le_bytes());
     h[44..52].copy_from_slice(&memory_limit.to_le_bytes());
     h[52..56].copy_from_slice(&item_size_max.to_le_bytes());
+    h[56..60].copy_from_slice(&items_hint.to_le_bytes());
     let crc = crate::crc32c::crc32c(&h[..60]);
     h[60..64].copy_from_slice(&crc.to_le_bytes());
     h
@@ -309,7 +311,9 @@ impl Store {
     /// for those locks. `larder_version` is recorded in the header.
     pub fn save_snapshot<W: io::Write>(&self, w: W, clock: SnapshotClock, larder_version: &str) -> io::Result<SaveReport> {
         let mut bw = BlockWriter { w, buf: Vec::with_capacity(BLOCK_TARGET), count: 0, seq: 0, items: 0, bytes: 0, payload_bytes: 0, max_cas: 0 };
-        let h = header(larder_version, clock.unix_now, self.pool.limit() as u64, self.item_size_max as u32);
+        let indexed: usize = self.shards.iter().map(|s| s.0.lock().unwrap_or_else(|e| e.into_inner()).index.used()).sum();
+        let hint = u32::try_from(indexed).unwrap_or(u32::MAX);
+        let h = header(larder_version, clock.unix_now, self.pool.limit() as u64, self.item_size_max as u32, hint);
         bw.w.write_all(&h)?;
         bw.bytes += HEADER_LEN as u64;
         let now = clock.now;
@@ -417,6 +421,13 @@ impl Store {
             saved_memory_limit: u64_at(&h, 44),
             ..LoadReport::default()
         };
+        // Index room for what is coming (spread evenly over the shards by
+        // the hash), so loading never re-hashes a growing index.
+        let hint = u32_at(&h, 56) as usize;
+        let per_shard = hint.div_ceil(self.shards.len()) + hint.div_ceil(self.shards.len()) / 16;
+        for s in self.shards.iter() {
+            s.0.lock().unwrap_or_else(|e| e.into_inner()).presize_index(&self.env(clock.now), per_shard);
+        }
         let mut buf: Vec<u8> = Vec::new();
         let mut seq: u32 = 0;
         let mut payload_bytes: u64 = 0;
