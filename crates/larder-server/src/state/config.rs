@@ -705,6 +705,14 @@ mod tests {
     }
 
     #[test]
+    fn memory_file() {
+        assert_eq!(run(&["-e", "/dev/shm/cache"]).unwrap().memory_file.as_deref(), Some("/dev/shm/cache"));
+        assert_eq!(run(&["--memory-file=/x"]).unwrap().memory_file.as_deref(), Some("/x"));
+        assert_eq!(run(&[]).unwrap().memory_file, None);
+        assert!(run(&["-e", ""]).is_err());
+    }
+
+    #[test]
     fn names_unsupported_flags() {
         let e = run(&["-S"]).unwrap_err();
         assert!(e.0.contains("-S"), "{}", e.0);
