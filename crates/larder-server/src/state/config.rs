@@ -367,7 +367,10 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, Us
                     if v.is_empty() {
                         return err("larder: -e needs a file name");
                     }
-                    s.memory_file = Some(v.to_string());
+                    // Absolute: `-d` changes the directory to / before the
+                    // file is read or written.
+                    let abs = std::path::absolute(v).map_err(|e| UsageError(format!("larder: -e {v}: {e}")))?;
+                    s.memory_file = Some(abs.to_string_lossy().into_owned());
                 }
                 'k' => return err("larder: -k (lock memory) is not supported"),
                 'L' => return err("larder: -L (large pages) is not supported"),
@@ -709,6 +712,8 @@ mod tests {
         assert_eq!(run(&["-e", "/dev/shm/cache"]).unwrap().memory_file.as_deref(), Some("/dev/shm/cache"));
         assert_eq!(run(&["--memory-file=/x"]).unwrap().memory_file.as_deref(), Some("/x"));
         assert_eq!(run(&[]).unwrap().memory_file, None);
+        let rel = run(&["-e", "cache.snap"]).unwrap().memory_file.unwrap();
+        assert!(rel.starts_with('/') && rel.ends_with("/cache.snap"), "{rel}");
         assert!(run(&["-e", ""]).is_err());
     }
 
