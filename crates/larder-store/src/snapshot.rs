@@ -20,17 +20,20 @@
 //! # Format (version 1; all integers little-endian)
 //!
 //! ```text
-//! file header, 64 bytes
+//! file header, 72 bytes
 //!   0   8  magic "LARDSNAP"
 //!   8   4  format version (1)
-//!   12  4  header length (64 in version 1)
+//!   12  4  header length (72 in version 1)
 //!   16  20 version of the larder that wrote it, ASCII, NUL-padded
 //!   36  8  saved at, Unix seconds
 //!   44  8  memory limit (-m) of the writer, bytes
 //!   52  4  item size max (-I) of the writer, bytes
 //!   56  4  items indexed when the save began (saturating; an upper bound
 //!          of the records, which lets a reader size its index up front)
-//!   60  4  CRC-32C of bytes 0..60
+//!   60  8  index slots of the writer (the reader's index starts at least
+//!          this big if memory allows, as memcached restores its hash
+//!          table's size)
+//!   68  4  CRC-32C of bytes 0..68
 //! blocks, numbered 0, 1, 2, ... in file order
 //!   0   4  kind: 1 = items, 2 = end
 //!   4   4  sequence number
@@ -99,7 +102,9 @@ pub const MAGIC: &[u8; 8] = b"LARDSNAP";
 /// The format this larder writes, and the newest it reads.
 pub const FORMAT_VERSION: u32 = 1;
 
-const HEADER_LEN: usize = 64;
+const HEADER_LEN: usize = 72;
+/// Where the header's CRC is (version 1).
+const HEADER_CRC: usize = HEADER_LEN - 4;
 const BLOCK_HEADER: usize = 16;
 const RECORD_HEADER: usize = 26;
 /// Records gathered per item block.
@@ -270,7 +275,7 @@ impl<W: io::Write> BlockWriter<W> {
 }
 
 /// The 64-byte file header.
-fn header(larder_version: &str, saved_at: i64, memory_limit: u64, item_size_max: u32, items_hint: u32) -> [u8; HEADER_LEN] {
+fn header(larder_version: &str, saved_at: i64, memory_limit: u64, item_size_max: u32, items_hint: u32, index_slots: u64) -> [u8; HEADER_LEN] {
     let mut h = [0u8; HEADER_LEN];
     h[0..8].copy_from_slice(MAGIC);
     h[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
@@ -282,8 +287,9 @@ fn header(larder_version: &str, saved_at: i64, memory_limit: u64, item_size_max:
     h[44..52].copy_from_slice(&memory_limit.to_le_bytes());
     h[52..56].copy_from_slice(&item_size_max.to_le_bytes());
     h[56..60].copy_from_slice(&items_hint.to_le_bytes());
-    let crc = crate::crc32c::crc32c(&h[..60]);
-    h[60..64].copy_from_slice(&crc.to_le_bytes());
+    h[60..68].copy_from_slice(&index_slots.to_le_bytes());
+    let crc = crate::crc32c::crc32c(&h[..HEADER_CRC]);
+    h[HEADER_CRC..].copy_from_slice(&crc.to_le_bytes());
     h
 }
 
@@ -311,9 +317,14 @@ impl Store {
     /// for those locks. `larder_version` is recorded in the header.
     pub fn save_snapshot<W: io::Write>(&self, w: W, clock: SnapshotClock, larder_version: &str) -> io::Result<SaveReport> {
         let mut bw = BlockWriter { w, buf: Vec::with_capacity(BLOCK_TARGET), count: 0, seq: 0, items: 0, bytes: 0, payload_bytes: 0, max_cas: 0 };
-        let indexed: usize = self.shards.iter().map(|s| s.0.lock().unwrap_or_else(|e| e.into_inner()).index.used()).sum();
+        let (mut indexed, mut slots) = (0usize, 0usize);
+        for s in self.shards.iter() {
+            let g = s.0.lock().unwrap_or_else(|e| e.into_inner());
+            indexed += g.index.used();
+            slots += g.index.slots();
+        }
         let hint = u32::try_from(indexed).unwrap_or(u32::MAX);
-        let h = header(larder_version, clock.unix_now, self.pool.limit() as u64, self.item_size_max as u32, hint);
+        let h = header(larder_version, clock.unix_now, self.pool.limit() as u64, self.item_size_max as u32, hint, slots as u64);
         bw.w.write_all(&h)?;
         bw.bytes += HEADER_LEN as u64;
         let now = clock.now;
@@ -411,7 +422,7 @@ impl Store {
         }
         // Version 1 is the only one so far; older formats it knows would be
         // decoded here by version.
-        if hlen != HEADER_LEN || crate::crc32c::crc32c(&h[..60]) != u32_at(&h, 60) {
+        if hlen != HEADER_LEN || crate::crc32c::crc32c(&h[..HEADER_CRC]) != u32_at(&h, HEADER_CRC) {
             return damaged("file header checksum mismatch");
         }
         let mut rep = LoadReport {
@@ -423,10 +434,13 @@ impl Store {
         };
         // Index room for what is coming (spread evenly over the shards by
         // the hash), so loading never re-hashes a growing index.
+        // and the index the writer had (memory permitting).
+        let n = self.shards.len();
         let hint = u32_at(&h, 56) as usize;
-        let per_shard = hint.div_ceil(self.shards.len()) + hint.div_ceil(self.shards.len()) / 16;
+        let items = hint.div_ceil(n) + hint.div_ceil(n) / 16;
+        let slots = usize::try_from(u64_at(&h, 60)).unwrap_or(usize::MAX) / n;
         for s in self.shards.iter() {
-            s.0.lock().unwrap_or_else(|e| e.into_inner()).presize_index(&self.env(clock.now), per_shard);
+            s.0.lock().unwrap_or_else(|e| e.into_inner()).presize_index(&self.env(clock.now), items, slots);
         }
         // Two threads: this one stores, a reader reads and verifies the
         // next blocks meanwhile (reading and checksumming are about a
