@@ -101,6 +101,20 @@ pub fn prepare(settings: Settings) -> Result<Prepared, String> {
     Ok(Prepared { settings, store, bound, metrics, clock, restart })
 }
 
+/// Per-prefix accounting and the big-key list learn about the items a warm
+/// restart loaded (they only see commands), so that `stats prefixes` counts
+/// them and a later delete does not take out what was never added.
+fn account_restored(srv: &Server) {
+    let mut w = srv.observer.worker();
+    let now = srv.clock.now();
+    let unix = |t: larder_store::Time| (srv.clock.unix_now() - now as i64 + t as i64).max(0) as u64;
+    for shard in 0..srv.store.shard_count() {
+        srv.store.for_each_item_in_shard(shard, now, |key, it| {
+            w.on_restored(key, it.size, unix(now), if it.exptime == 0 { 0 } else { unix(it.exptime) });
+        });
+    }
+}
+
 /// A serving server.
 pub struct Running {
     srv: Arc<Server>,
@@ -116,6 +130,9 @@ pub fn start(p: Prepared, shutdown: Shutdown) -> Result<Running, String> {
     let mut srv = Server::new(settings, store, listeners_count, shutdown);
     srv.clock = clock;
     srv.restart = restart;
+    if srv.restart.loaded && srv.settings.observe.enabled {
+        account_restored(&srv);
+    }
     let srv = Arc::new(srv);
     conn::listen::register_listeners(&srv, &bound.listeners, &bound.udp);
     trace::observe::install_departure_hook(&srv.store, &srv.log, srv.settings.observe.enabled, srv.settings.watch_enabled);

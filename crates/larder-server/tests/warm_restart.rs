@@ -128,7 +128,7 @@ fn sigusr1_then_restart_serves_the_same_items() {
     assert!(!file.exists(), "the snapshot is removed once loaded");
     let down = saved_at.elapsed().as_secs() as i64 + 1;
     let mut c = l2.connect();
-    let mut served = 0;
+    let mut served: i64 = 0;
     for (n, &(id, _, _, exp)) in specs().iter().enumerate() {
         let got = gets(&mut c, &key(id));
         match (&before[n], exp) {
@@ -149,6 +149,14 @@ fn sigusr1_then_restart_serves_the_same_items() {
         }
     }
     assert!(served > 400, "{served}");
+    // Per-prefix accounting knows the restored items (a later delete must
+    // not take out what it never added).
+    let prefix_items = |c: &mut Client| -> i64 {
+        c.stats("prefixes").iter().find(|(n, _)| n == "prefix:warm:items").map_or(0, |(_, v)| v.parse().unwrap())
+    };
+    assert_eq!(prefix_items(&mut c), served);
+    c.expect(format!("delete {}\r\n", key(0)).as_bytes(), b"DELETED\r\n");
+    assert_eq!(prefix_items(&mut c), served - 1);
     // New writes get CAS values above every restored one.
     let max = before.iter().flatten().map(|b| b.1).max().unwrap();
     set(&mut c, &key(0), 0, 0, b"after");
