@@ -173,6 +173,14 @@ impl ObserverWorker {
         self.bigkeys.on_store(key, item_bytes, now, exptime);
     }
 
+    /// An item was restored by a warm restart: accounted as present (its
+    /// prefix's items and bytes, the big-key list), not as a command.
+    #[inline]
+    pub fn on_restored(&mut self, key: &[u8], item_bytes: u64, now: u64, exptime: u64) {
+        self.prefixes.on_restored(key, item_bytes);
+        self.bigkeys.on_store(key, item_bytes, now, exptime);
+    }
+
     /// incr/decr rewrote an item (sizes as the store charges them).
     #[inline]
     pub fn on_resize(&mut self, key: &[u8], new_item_bytes: u64, old_item_bytes: u64) {

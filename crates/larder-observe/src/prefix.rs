@@ -1142,6 +1142,14 @@ impl PrefixWorker {
         }
     }
 
+    /// An item came back with a warm restart (the server's `-e`): it joins
+    /// its prefix's items and bytes, and counts as no command.
+    pub fn on_restored(&mut self, key: &[u8], item_bytes: u64) {
+        let (s, cell) = self.slot_of(key);
+        self.items(s, cell, 1);
+        self.add(s, BYTES, item_bytes);
+    }
+
     /// An item changed size without a storage command (incr/decr rewrote
     /// it): only `bytes` moves; memcached's `stats detail` does not count
     /// incr/decr.
@@ -1680,6 +1688,18 @@ STAT prefixes_tracked 2\r\nSTAT prefixes_limit 2\r\nEND\r\n";
 
     fn key_prefix(k: &[u8]) -> Vec<u8> {
         k[..k.iter().position(|&b| b == b':').unwrap()].to_vec()
+    }
+
+    #[test]
+    fn restored_items_count_as_items_not_sets() {
+        let st = PrefixStats::new(PrefixConfig::default());
+        let mut w = st.worker();
+        w.on_restored(b"a:1", 50);
+        w.on_restored(b"a:2", 70);
+        let r = st.row(b"a").unwrap();
+        assert_eq!((r.items, r.bytes, r.sets), (2, 120, 0));
+        w.on_delete(b"a:1", Some(50));
+        assert_eq!((st.row(b"a").unwrap().items, st.row(b"a").unwrap().bytes), (1, 70));
     }
 
     #[test]

@@ -57,6 +57,10 @@ pub struct Prepared {
     store: larder_store::Store,
     bound: conn::listen::Bound,
     metrics: Option<std::net::TcpListener>,
+    /// The server's clock, started before a warm restart's load so that
+    /// restored expiry times and the server's time agree.
+    clock: state::clock::Clock,
+    restart: state::persist::RestartStats,
 }
 
 impl Prepared {
@@ -67,7 +71,9 @@ impl Prepared {
     }
 }
 
-/// Create the store and bind every listener `settings` asks for.
+/// Create the store, bind every listener `settings` asks for, and with
+/// `-e` load the warm-restart snapshot (after binding: a start that fails
+/// to bind must not consume the snapshot).
 pub fn prepare(settings: Settings) -> Result<Prepared, String> {
     let store_config = larder_store::Config {
         memory_limit: settings.memory_limit,
@@ -75,13 +81,38 @@ pub fn prepare(settings: Settings) -> Result<Prepared, String> {
         evict: settings.evictions,
         ..larder_store::Config::default()
     };
-    let store = larder_store::Store::new(store_config).map_err(|e| format!("larder: {}", e.0))?;
+    let new_store = || larder_store::Store::new(store_config.clone()).map_err(|e| format!("larder: {}", e.0));
+    let mut store = new_store()?;
     let bound = conn::listen::bind_all(&settings)?;
     let metrics = match settings.observe.metrics_port {
         0 => None,
         port => Some(admin::metrics::bind(&settings.observe.metrics_addr, port)?),
     };
-    Ok(Prepared { settings, store, bound, metrics })
+    let clock = state::clock::Clock::new();
+    let mut restart = state::persist::RestartStats::default();
+    if let Some(path) = &settings.memory_file {
+        let now = larder_store::SnapshotClock { now: clock.now(), unix_now: clock.unix_now() };
+        let loaded = state::persist::load(&store, path, now)?;
+        if loaded.discard_store {
+            store = new_store()?;
+        }
+        restart = loaded.stats;
+    }
+    Ok(Prepared { settings, store, bound, metrics, clock, restart })
+}
+
+/// Per-prefix accounting and the big-key list learn about the items a warm
+/// restart loaded (they only see commands), so that `stats prefixes` counts
+/// them and a later delete does not take out what was never added.
+fn account_restored(srv: &Server) {
+    let mut w = srv.observer.worker();
+    let now = srv.clock.now();
+    let unix = |t: larder_store::Time| (srv.clock.unix_now() - now as i64 + t as i64).max(0) as u64;
+    for shard in 0..srv.store.shard_count() {
+        srv.store.for_each_item_in_shard(shard, now, |key, it| {
+            w.on_restored(key, it.size, unix(now), if it.exptime == 0 { 0 } else { unix(it.exptime) });
+        });
+    }
 }
 
 /// A serving server.
@@ -94,9 +125,15 @@ pub struct Running {
 
 /// Start the worker, acceptor, logger and admin threads.
 pub fn start(p: Prepared, shutdown: Shutdown) -> Result<Running, String> {
-    let Prepared { settings, store, bound, metrics } = p;
+    let Prepared { settings, store, bound, metrics, clock, restart } = p;
     let listeners_count = bound.listeners.len() + bound.udp.len();
-    let srv = Arc::new(Server::new(settings, store, listeners_count, shutdown));
+    let mut srv = Server::new(settings, store, listeners_count, shutdown);
+    srv.clock = clock;
+    srv.restart = restart;
+    if srv.restart.loaded && srv.settings.observe.enabled {
+        account_restored(&srv);
+    }
+    let srv = Arc::new(srv);
     conn::listen::register_listeners(&srv, &bound.listeners, &bound.udp);
     trace::observe::install_departure_hook(&srv.store, &srv.log, srv.settings.observe.enabled, srv.settings.watch_enabled);
     if srv.settings.watch_enabled {
@@ -145,20 +182,43 @@ pub fn start(p: Prepared, shutdown: Shutdown) -> Result<Running, String> {
 impl Running {
     /// Block until a shutdown is requested (the [`Shutdown`] handle, the
     /// `shutdown` command, or a failed worker), then stop.
-    /// Err when a worker failed.
+    /// Err when a worker failed or a warm-restart save failed.
     pub fn wait_and_stop(self) -> Result<(), String> {
         let failed = self.srv.shutdown.wait();
-        self.stop();
+        let saved = self.stop_and_save();
         if failed {
             Err("larder: a worker thread failed".into())
         } else {
-            Ok(())
+            saved
         }
     }
 
     /// Stop serving: close every connection, join every thread, remove the
-    /// Unix socket.
+    /// Unix socket; after a graceful stop ([`Shutdown::request_graceful`],
+    /// SIGUSR1) with `-e`, save the items for the next start.
     pub fn stop(self) {
+        if let Err(e) = self.stop_and_save() {
+            eprintln!("{e}");
+        }
+    }
+
+    fn stop_and_save(self) -> Result<(), String> {
+        let srv = self.srv.clone();
+        self.stop_serving();
+        if !srv.shutdown.graceful() {
+            return Ok(());
+        }
+        eprintln!("Gracefully stopping");
+        let Some(path) = srv.settings.memory_file.as_deref() else {
+            return Ok(());
+        };
+        let now = larder_store::SnapshotClock { now: srv.clock.now(), unix_now: srv.clock.unix_now() };
+        let (rep, secs) = state::persist::save(&srv.store, path, now)?;
+        eprintln!("[restart] saved {} items ({} bytes) to {path} in {secs:.3} s", rep.items, rep.bytes);
+        Ok(())
+    }
+
+    fn stop_serving(self) {
         let srv = self.srv;
         srv.mark_stopping();
         for inbox in &self.inboxes {

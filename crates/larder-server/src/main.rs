@@ -6,7 +6,9 @@
 //! sockets (possibly privileged ports), drop privileges (`-u`), write the pid
 //! file, then start the workers (the library, `larder_server::start`). A
 //! signal thread turns SIGTERM/SIGINT into a shutdown request, the same one
-//! the `shutdown` command makes; the main thread waits for it and tears down.
+//! the `shutdown` command makes, and SIGUSR1 into a graceful one that, with
+//! `-e`, saves the items for a warm restart (memcached saves on SIGUSR1
+//! only); the main thread waits for it and tears down.
 
 use larder_server::{Command, Settings, Shutdown};
 
@@ -81,7 +83,11 @@ fn run(settings: Settings) -> Result<(), String> {
             if verbose {
                 eprintln!("larder: signal {sig} received, shutting down");
             }
-            shutdown.request();
+            if sig == libc::SIGUSR1 {
+                shutdown.request_graceful();
+            } else {
+                shutdown.request();
+            }
         })
         .map_err(|e| format!("larder: cannot start the signal thread: {e}"))?;
     let result = running.wait_and_stop();

@@ -115,6 +115,7 @@
 
 mod arith;
 mod conditional;
+mod crc32c;
 mod dump;
 mod evict;
 #[cfg(test)]
@@ -126,10 +127,12 @@ mod meta;
 mod pool;
 mod segment;
 mod shard;
+mod snapshot;
 mod ttl;
 
 pub use conditional::{ArithOutcome, DeleteOutcome};
 pub use meta::{MetaGet, MetaItem, WriteOptions};
+pub use snapshot::{LoadReport, SaveReport, SnapshotClock, SnapshotError, FORMAT_VERSION as SNAPSHOT_FORMAT_VERSION, MAGIC as SNAPSHOT_MAGIC};
 pub use dump::{item_bytes, last_sizes, DepartedItem, Departure, DepartureHook, DumpItem};
 use evict::{EvictionPolicy, S3Fifo, Want, MAX_COPYING_EVICTIONS};
 use hash::KeyHasher;

@@ -167,6 +167,13 @@ impl Pool {
     pub fn next_gen(&self) -> u64 {
         self.next_gen.fetch_add(1, Relaxed)
     }
+
+    /// Makes every later [`next_gen`](Self::next_gen) exceed `gen` (after a
+    /// warm restart loaded CAS values up to `gen << 24`). Capped so that
+    /// `gen << 24` still fits 64 bits.
+    pub fn advance_gen_past(&self, gen: u64) {
+        self.next_gen.fetch_max(gen.saturating_add(1).min((1 << 40) - 1), Relaxed);
+    }
 }
 
 #[cfg(test)]

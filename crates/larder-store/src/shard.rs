@@ -564,6 +564,25 @@ impl Shard {
         true
     }
 
+    /// Sizes an empty shard's index for about `items` entries and at least
+    /// `slots` slots at once (a warm restart knows what is coming and what
+    /// the index was), instead of growing it a quarter at a time, each
+    /// growth re-hashing every key. Best effort: nothing happens if the
+    /// shard holds items or the budget is short.
+    pub fn presize_index(&mut self, env: &Env<'_>, items: usize, slots: usize) {
+        // About 85% load, as a shrink leaves it.
+        let want = (items.saturating_mul(20).div_ceil(8 * 17)).max(slots / 8);
+        if self.index.used() != 0 || self.index.migrating() || want <= self.index.nbuckets() {
+            return;
+        }
+        if !env.pool.has_room(Index::bytes_for(want)) {
+            return;
+        }
+        if self.resize_index(env, 0, want) {
+            self.migrate_index(env.pool, usize::MAX);
+        }
+    }
+
     /// Migrates up to `buckets` buckets of a growing index into its new
     /// table, re-hashing keys read from the segments; releases the old
     /// table's bytes once it is empty.

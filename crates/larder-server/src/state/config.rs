@@ -26,6 +26,10 @@ pub struct Settings {
     pub max_connections: usize,
     pub verbose: u32,
     pub pidfile: Option<String>,
+    /// `-e`: warm restart. SIGUSR1 stops gracefully and saves the items to
+    /// this file (meant for a RAM disk); the next start with the same `-e`
+    /// loads them (`state/persist.rs`).
+    pub memory_file: Option<String>,
     pub threads: usize,
     pub reqs_per_event: usize,
     pub cas_enabled: bool,
@@ -147,6 +151,7 @@ impl Default for Settings {
             max_connections: 1024,
             verbose: 0,
             pidfile: None,
+            memory_file: None,
             threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(4),
             reqs_per_event: 20,
             cas_enabled: true,
@@ -378,7 +383,15 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, Us
                 'S' => return err("larder: -S (SASL authentication) is not supported"),
                 'Y' => return err("larder: -Y (ASCII authentication) is not supported yet"),
                 'Z' => return err("larder: -Z (TLS) is not supported"),
-                'e' => return err("larder: -e (memory file / restartable cache) is not supported yet"),
+                'e' => {
+                    if v.is_empty() {
+                        return err("larder: -e needs a file name");
+                    }
+                    // Absolute: `-d` changes the directory to / before the
+                    // file is read or written.
+                    let abs = std::path::absolute(v).map_err(|e| UsageError(format!("larder: -e {v}: {e}")))?;
+                    s.memory_file = Some(abs.to_string_lossy().into_owned());
+                }
                 'k' => return err("larder: -k (lock memory) is not supported"),
                 'L' => return err("larder: -L (large pages) is not supported"),
                 'i' => return err("larder: -i (license) is not supported; see the LICENSE file"),
@@ -595,6 +608,9 @@ pub fn help_text() -> String {
 -h, --help                print this help and exit
 -V, --version             print version and exit
 -P, --pidfile=<file>      save PID in <file>, only used with -d option
+-e, --memory-file=<file>  warm restart: SIGUSR1 stops and saves the items to
+                          <file> (use a RAM disk); restarting with the same
+                          -e serves them again
 -f, -n                    accepted for compatibility; no effect (no slab classes)
 -D <char>                 delimiter between key prefixes and IDs (default: \":\")
 -t, --threads=<num>       number of worker threads (default: number of cores)
@@ -717,6 +733,16 @@ mod tests {
             assert_eq!(run(&["-m", "2048", "-I", i]).unwrap().item_size_max, 1 << 30, "-I {i}");
         }
         assert_eq!(run(&["-m", "256", "-I", "128m"]).unwrap().item_size_max, 128 << 20);
+    }
+
+    #[test]
+    fn memory_file() {
+        assert_eq!(run(&["-e", "/dev/shm/cache"]).unwrap().memory_file.as_deref(), Some("/dev/shm/cache"));
+        assert_eq!(run(&["--memory-file=/x"]).unwrap().memory_file.as_deref(), Some("/x"));
+        assert_eq!(run(&[]).unwrap().memory_file, None);
+        let rel = run(&["-e", "cache.snap"]).unwrap().memory_file.unwrap();
+        assert!(rel.starts_with('/') && rel.ends_with("/cache.snap"), "{rel}");
+        assert!(run(&["-e", ""]).is_err());
     }
 
     #[test]

@@ -2,12 +2,13 @@
 //! ([`config`], parsed from memcached's flags), the [`server::Server`]
 //! aggregate (store, clock, counters, observer, watch logger, grace
 //! winners, connection registry), the [`clock`], the request [`stats`] and
-//! grace mode's winner table ([`grace`]) and each worker's connection-memory
-//! budget ([`budget`]).
+//! grace mode's winner table ([`grace`]), the connection-memory budget
+//! ([`budget`]) and the warm restart's snapshot file ([`persist`]).
 
 pub mod budget;
 pub mod clock;
 pub mod config;
 pub mod grace;
+pub mod persist;
 pub mod server;
 pub mod stats;

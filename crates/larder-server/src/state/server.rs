@@ -12,10 +12,18 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, Mutex};
 
 /// Asks a running server to stop, from any thread: the embedding program
-/// (the binary on SIGTERM), the `shutdown` command, or a failed worker.
-/// Cloning shares the one request.
+/// (the binary on SIGTERM, or SIGUSR1 for a graceful stop), the `shutdown`
+/// command, or a failed worker. Cloning shares the one request.
 #[derive(Clone, Default)]
-pub struct Shutdown(Arc<(Mutex<(bool, bool)>, Condvar)>);
+pub struct Shutdown(Arc<(Mutex<StopRequest>, Condvar)>);
+
+#[derive(Default)]
+struct StopRequest {
+    requested: bool,
+    failed: bool,
+    /// Save the items for a warm restart (`-e`) once stopped.
+    graceful: bool,
+}
 
 impl Shutdown {
     pub fn new() -> Shutdown {
@@ -24,33 +32,50 @@ impl Shutdown {
 
     /// Ask the server to stop.
     pub fn request(&self) {
-        self.set(false);
+        self.set(|r| r.requested = true);
+    }
+
+    /// Ask the server to stop and, with `-e`, save its items for the next
+    /// start (memcached's SIGUSR1).
+    pub fn request_graceful(&self) {
+        self.set(|r| {
+            r.requested = true;
+            r.graceful = true;
+        });
     }
 
     /// Stop because part of the server failed (a worker panicked).
     pub fn fail(&self) {
-        self.set(true);
+        self.set(|r| {
+            r.requested = true;
+            r.failed = true;
+        });
     }
 
-    fn set(&self, failed: bool) {
+    fn set(&self, f: impl FnOnce(&mut StopRequest)) {
         let mut g = self.0 .0.lock().unwrap_or_else(|e| e.into_inner());
-        g.0 = true;
-        g.1 |= failed;
+        f(&mut g);
         self.0 .1.notify_all();
     }
 
     /// Whether a stop was requested.
     pub fn requested(&self) -> bool {
-        self.0 .0.lock().unwrap_or_else(|e| e.into_inner()).0
+        self.0 .0.lock().unwrap_or_else(|e| e.into_inner()).requested
+    }
+
+    /// Whether the stop asked for a warm-restart save (and nothing failed).
+    pub fn graceful(&self) -> bool {
+        let g = self.0 .0.lock().unwrap_or_else(|e| e.into_inner());
+        g.graceful && !g.failed
     }
 
     /// Block until a stop is requested; whether it was a failure.
     pub fn wait(&self) -> bool {
         let mut g = self.0 .0.lock().unwrap_or_else(|e| e.into_inner());
-        while !g.0 {
+        while !g.requested {
             g = self.0 .1.wait(g).unwrap_or_else(|e| e.into_inner());
         }
-        g.1
+        g.failed
     }
 }
 
@@ -73,6 +98,8 @@ pub struct Server {
     /// `watch` log streams (`trace/watch.rs`); shared with the store's departure
     /// hook, hence the Arc.
     pub log: std::sync::Arc<crate::trace::watch::Logger>,
+    /// What the warm restart (`-e`) loaded at start-up.
+    pub restart: crate::state::persist::RestartStats,
     verbosity: AtomicU32,
     stopping: AtomicBool,
     /// With `-C`: the second of the last immediate `flush_all` (0 = none).
@@ -111,6 +138,7 @@ impl Server {
             limits,
             winners: crate::state::grace::Winners::new(),
             observer,
+            restart: Default::default(),
             stopping: AtomicBool::new(false),
             nocas_flush_second: AtomicU32::new(0),
             store_baseline: Mutex::new(larder_store::Stats::default()),
