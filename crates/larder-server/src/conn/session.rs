@@ -209,6 +209,14 @@ impl Session {
         self.bufs = (0, 0);
     }
 
+    /// No reply may be begun (memcached's response objects ran out under
+    /// `-o read_buf_mem_limit`): as memcached, drop the unsent replies and
+    /// close the connection.
+    fn overflow(&mut self) {
+        self.out.truncate(self.wstart);
+        self.closing = true;
+    }
+
     /// A request rejected before its data block arrived: as memcached, its
     /// reply (written from `mark` on) goes out only once the block has been
     /// read and discarded. A proxy that sees a reply before it finished
@@ -436,6 +444,10 @@ impl Session {
                 match binwire::triage(&mut cx, binary::parse(buf, &srv.limits), &mut self.out) {
                     BinStep::Run(request, consumed) => {
                         *allowance -= 1;
+                        if !self.out.start_response() {
+                            self.overflow();
+                            break;
+                        }
                         self.served += 1;
                         let quit = request.opcode.command() == binary::Command::Quit;
                         let after = binwire::execute(&mut cx, request, &mut self.out);
@@ -501,6 +513,10 @@ impl Session {
                 }
                 Step::Run(request, consumed) => {
                     *allowance -= 1;
+                    if self.resume == 0 && !self.out.start_response() {
+                        self.overflow();
+                        break;
+                    }
                     let quit = matches!(request, Request::Quit);
 
                     let after = execute(&mut cx, request, &mut self.out, self.resume);
@@ -609,6 +625,7 @@ impl Session {
             }
         }
         self.out.clear();
+        self.out.all_sent();
         self.wstart = 0;
         true
     }

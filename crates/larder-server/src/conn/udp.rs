@@ -32,8 +32,16 @@ pub struct UdpHandler {
 }
 
 impl UdpHandler {
-    pub fn new(socket: UdpSocket) -> UdpHandler {
-        UdpHandler { socket, rbuf: vec![0; 65536], out: Output::new(16384), datagram: Vec::with_capacity(MAX_DATAGRAM) }
+    /// Replies are charged to the connection `budget` like a TCP
+    /// connection's output: a multi-get naming more value bytes than it
+    /// has room for ends with memcached's out-of-memory reply.
+    pub fn new(socket: UdpSocket, budget: std::sync::Arc<crate::state::budget::ConnBudget>) -> UdpHandler {
+        UdpHandler {
+            socket,
+            rbuf: vec![0; 65536],
+            out: Output::budgeted(16384, budget),
+            datagram: Vec::with_capacity(MAX_DATAGRAM),
+        }
     }
 
     pub fn on_readable(&mut self, srv: &Server, ws: &WorkerStats, obs: &mut Obs, now: Time) {
@@ -95,6 +103,16 @@ impl UdpHandler {
     }
 
     fn send_reply(&mut self, request_id: [u8; 2], peer: SocketAddr, ws: &WorkerStats) {
+        self.send_datagrams(request_id, peer, ws);
+        // Give a large reply's buffer back to the budget.
+        self.out.clear();
+        self.out.all_sent();
+        if self.out.capacity() > 16384 {
+            self.out.shrink();
+        }
+    }
+
+    fn send_datagrams(&mut self, request_id: [u8; 2], peer: SocketAddr, ws: &WorkerStats) {
         if self.out.is_empty() {
             return;
         }

@@ -77,7 +77,7 @@ impl Worker {
         let mut udp = Vec::new();
         for (i, mut sock) in udp_sockets.into_iter().enumerate() {
             poll.registry().register(&mut sock, Token(UDP_BASE + i), Interest::READABLE)?;
-            udp.push(UdpHandler::new(sock));
+            udp.push(UdpHandler::new(sock, srv.budget.clone()));
         }
         let obs = Obs::new(srv.settings.observe.enabled, srv.clock.unix_now() - srv.clock.now() as i64);
         let worker = Worker {

@@ -8,12 +8,14 @@ use super::Ctx;
 #[derive(Debug)]
 pub struct ShutdownNotEnabled;
 
-/// Ask the process to stop, as SIGTERM would.
-pub fn shutdown(cx: &mut Ctx<'_>) -> Result<(), ShutdownNotEnabled> {
+/// Ask the process to stop, as SIGTERM would; `graceful` (`shutdown
+/// graceful`) as SIGUSR1 would: with `-e`, the items are saved for the
+/// next start.
+pub fn shutdown(cx: &mut Ctx<'_>, graceful: bool) -> Result<(), ShutdownNotEnabled> {
     if !cx.srv.settings.enable_shutdown {
         return Err(ShutdownNotEnabled);
     }
-    cx.srv.request_shutdown();
+    cx.srv.request_shutdown(graceful);
     Ok(())
 }
 

@@ -31,6 +31,10 @@ pub struct Output {
     refused: bool,
     /// Values refused since the session last counted them.
     pub refusals: u64,
+    /// Replies not yet fully sent, and how many may be (memcached's
+    /// response objects under `-o read_buf_mem_limit`; unlimited without).
+    resp_unsent: usize,
+    pub resp_limit: usize,
 }
 
 impl Deref for Output {
@@ -49,12 +53,13 @@ impl DerefMut for Output {
 impl Output {
     /// Output whose growth is not budgeted.
     pub fn new(capacity: usize) -> Output {
-        Output { buf: Vec::with_capacity(capacity), pause_at: usize::MAX, budget: None, rest: capacity, charged: 0, refused: false, refusals: 0 }
+        Output { buf: Vec::with_capacity(capacity), pause_at: usize::MAX, budget: None, rest: capacity, charged: 0, refused: false, refusals: 0, resp_unsent: 0, resp_limit: usize::MAX }
     }
 
     /// Output whose capacity past `capacity` is charged to `budget`.
     pub fn budgeted(capacity: usize, budget: Arc<ConnBudget>) -> Output {
-        Output { budget: Some(budget), ..Output::new(capacity) }
+        let resp_limit = budget.resp_limit;
+        Output { budget: Some(budget), resp_limit, ..Output::new(capacity) }
     }
 
     /// Charge the budget for the capacity the buffer has now (growth that
@@ -111,6 +116,30 @@ impl Output {
         self.buf.reserve_exact(n);
         self.settle_charge();
         true
+    }
+
+    /// Begin one more reply (a request's, or one key's of a multi-get):
+    /// false when the connection already has as many unsent replies as it
+    /// may hold, as memcached runs out of response objects.
+    #[inline]
+    pub fn start_response(&mut self) -> bool {
+        if self.resp_unsent >= self.resp_limit {
+            self.refusals += 1;
+            return false;
+        }
+        self.resp_unsent += 1;
+        true
+    }
+
+    /// Take back `n` replies begun but abandoned.
+    pub fn forget_responses(&mut self, n: usize) {
+        self.resp_unsent = self.resp_unsent.saturating_sub(n);
+    }
+
+    /// Everything was sent: no reply is pending any more.
+    #[inline]
+    pub fn all_sent(&mut self) {
+        self.resp_unsent = 0;
     }
 
     /// Whether a value was refused since the last call.

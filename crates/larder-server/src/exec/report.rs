@@ -297,7 +297,9 @@ fn general(srv: &Server, s: &mut Snapshot) {
     s.u64("time_in_listen_disabled_us", 0);
     s.u64("threads", srv.settings.threads as u64);
     s.u64("conn_yields", t.conn_yields);
-    s.u64("hash_power_level", st.index_slots.max(1).ilog2() as u64);
+    // memcached's table starts at 2^16 buckets (-o hashpower default) and
+    // only grows; larder's index starts small and grows with the items.
+    s.u64("hash_power_level", st.index_slots.max(1).ilog2().max(16) as u64);
     s.u64("hash_bytes", st.index_bytes);
     s.u64("hash_is_expanding", 0);
     for name in [
@@ -363,6 +365,15 @@ fn larder(srv: &Server, s: &mut Snapshot) {
     s.u64("larder_index_bytes", st.index_bytes);
     s.u64("larder_index_slots", st.index_slots);
     s.u64("larder_index_used", st.index_used);
+    if srv.settings.memory_file.is_some() {
+        let r = &srv.restart;
+        s.u64("larder_restart_loaded", r.loaded as u64);
+        s.u64("larder_restart_items_loaded", r.items_loaded);
+        s.u64("larder_restart_items_expired", r.items_expired);
+        s.u64("larder_restart_items_skipped", r.items_skipped);
+        s.f64("larder_restart_load_seconds", r.load_seconds);
+        s.u64("larder_restart_file_bytes", r.file_bytes);
+    }
     s.u64("larder_conn_budget_bytes", srv.budget.limit() as u64);
     s.u64("larder_conn_budget_used", srv.budget.used() as u64);
     if srv.settings.grace.enabled() {
@@ -409,6 +420,7 @@ fn settings(srv: &Server, out: &mut Snapshot) {
     out.u64("watcher_logbuf_size", s.watcher_logbuf_size as u64);
     out.u64("worker_logbuf_size", s.worker_logbuf_size as u64);
     out.u64("read_buf_mem_limit", s.read_buf_mem_limit as u64);
+    out.str("memory_file", s.memory_file.as_deref().unwrap_or("(null)"));
 }
 
 fn items(srv: &Server, now: Time, s: &mut Snapshot) {

@@ -19,6 +19,11 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 pub struct ConnBudget {
     limit: usize,
+    /// Replies a connection may have unsent (`usize::MAX`: any). Set with
+    /// `-o read_buf_mem_limit`, as memcached runs out of response objects:
+    /// its per-worker share of the limit in 16 KiB buffers (at least one),
+    /// each holding 14 responses.
+    pub resp_limit: usize,
     /// Bytes charged by this worker's sessions (input + output).
     used: AtomicUsize,
     /// Of those and of the resting buffers: bytes of input and output
@@ -33,6 +38,7 @@ impl ConnBudget {
     pub fn new(limit: usize) -> ConnBudget {
         ConnBudget {
             limit,
+            resp_limit: usize::MAX,
             used: AtomicUsize::new(0),
             read_bytes: AtomicUsize::new(0),
             write_bytes: AtomicUsize::new(0),

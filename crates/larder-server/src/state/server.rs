@@ -124,7 +124,12 @@ impl Server {
         });
         observer.prefixes.set_detail(settings.detail_enabled);
         let log = crate::trace::watch::Logger::new(settings.watch_enabled, settings.worker_logbuf_size, settings.watcher_logbuf_size);
-        let budget = Arc::new(crate::state::budget::ConnBudget::new(settings.conn_budget()));
+        let mut budget = crate::state::budget::ConnBudget::new(settings.conn_budget());
+        if settings.read_buf_mem_limit > 0 {
+            let buffers = (settings.read_buf_mem_limit / settings.threads.max(1) / (16 << 10)).max(1);
+            budget.resp_limit = buffers * 14;
+        }
+        let budget = Arc::new(budget);
         Server {
             shutdown,
             budget,
@@ -154,10 +159,15 @@ impl Server {
         self.verbosity.store(level, Relaxed);
     }
 
-    /// Stop serving (the `shutdown` command): the same path as SIGTERM.
-    pub fn request_shutdown(&self) {
+    /// Stop serving (the `shutdown` command): the same path as SIGTERM,
+    /// or with `graceful` as SIGUSR1 (save for a warm restart).
+    pub fn request_shutdown(&self, graceful: bool) {
         self.stopping.store(true, Relaxed);
-        self.shutdown.request();
+        if graceful {
+            self.shutdown.request_graceful();
+        } else {
+            self.shutdown.request();
+        }
     }
 
     pub fn stopping(&self) -> bool {

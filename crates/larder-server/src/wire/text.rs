@@ -92,7 +92,7 @@ pub fn execute(cx: &mut Ctx<'_>, req: Request<'_>, out: &mut Output, resume: usi
         }
         Request::Quit => return After::Close,
         Request::Stats { args } => crate::exec::report::stats(cx.srv, args, cx.now, out),
-        Request::Shutdown { graceful: _ } => match exec::admin::shutdown(cx) {
+        Request::Shutdown { graceful } => match exec::admin::shutdown(cx, graceful) {
             Ok(()) => return After::Close,
             Err(_) => reply::line(out, "ERROR: shutdown not enabled"),
         },
@@ -143,11 +143,23 @@ fn get_many(
     out: &mut Output,
     resume: usize,
 ) -> After {
+    let mark = out.len();
+    let mut begun = 0;
     for (i, key) in keys.enumerate().skip(resume) {
-        get_one(cx, key, cas, touch, out);
-        if out.take_refused() {
-            // No room in the connection budget for this value: memcached's
-            // reply when it cannot allocate a response, which ends the get.
+        // The first key's reply is the request's own (begun by the session).
+        let room = i == 0 || out.start_response();
+        if room {
+            begun += 1;
+            get_one(cx, key, cas, touch, out);
+        }
+        if !room || out.take_refused() {
+            // No room for this reply (the connection budget, or memcached's
+            // response objects): memcached drops what this get stacked up
+            // (what was not sent yet) and answers only this.
+            if resume == 0 {
+                out.truncate(mark);
+            }
+            out.forget_responses(begun);
             reply::line(out, OOM_WRITING_GET);
             return After::Continue;
         }
