@@ -179,8 +179,16 @@ impl Session {
     }
 
     /// Handle a readiness event (or a scheduled re-run).
-    pub fn on_event(&mut self, srv: &Server, ws: &WorkerStats, obs: &mut Obs, now: Time, budget: &ConnBudget) -> Status {
-        let status = self.serve(srv, ws, obs, now, budget);
+    ///
+    /// `hangup`: the event said the peer closed (or may have: re-runs and
+    /// new connections pass true). Without it, a read that did not fill
+    /// the buffer is taken to have drained the socket and no second read
+    /// is made to hear `EAGAIN`: with edge-triggered readiness, bytes that
+    /// arrive later raise a new event. That saves a system call per
+    /// request; a FIN already there when the event was raised would raise
+    /// no new one, hence `hangup`.
+    pub fn on_event(&mut self, srv: &Server, ws: &WorkerStats, obs: &mut Obs, now: Time, budget: &ConnBudget, hangup: bool) -> Status {
+        let status = self.serve(srv, ws, obs, now, budget, hangup);
         self.account(budget);
         status
     }
@@ -262,8 +270,10 @@ impl Session {
         self.defer_reply(mark, self.swallow);
     }
 
-    fn serve(&mut self, srv: &Server, ws: &WorkerStats, obs: &mut Obs, now: Time, budget: &ConnBudget) -> Status {
+    fn serve(&mut self, srv: &Server, ws: &WorkerStats, obs: &mut Obs, now: Time, budget: &ConnBudget, hangup: bool) -> Status {
         let mut read_budget = READ_BUDGET;
+        // The last read took less than it was offered: the socket is empty.
+        let mut drained = false;
         // -R: requests per wake-up before yielding to other connections.
         let mut allowance = srv.settings.reqs_per_event;
         loop {
@@ -308,6 +318,14 @@ impl Session {
                 }
                 return Status::Again;
             }
+            if drained && !hangup {
+                if !self.flush(ws) {
+                    return Status::Close;
+                }
+                self.settle();
+                return Status::Idle;
+            }
+            let offered = self.read_room();
             match self.fill() {
                 Ok(0) => {
                     // Peer closed; send what is pending is pointless.
@@ -316,6 +334,7 @@ impl Session {
                 }
                 Ok(n) => {
                     bump(&ws.bytes_read, n as u64);
+                    drained = n < offered;
                     read_budget = read_budget.saturating_sub(n);
                     self.last_active = now;
                     self.info.touch(now);
@@ -367,8 +386,23 @@ impl Session {
         }
     }
 
+    /// How many bytes the next `fill` will offer the socket (after it
+    /// makes room): a read that returns fewer drained it.
+    fn read_room(&mut self) -> usize {
+        self.prepare_fill();
+        self.rbuf.len() - self.rend
+    }
+
     /// Read once into free space, making room first.
     fn fill(&mut self) -> io::Result<usize> {
+        self.prepare_fill();
+        let n = self.stream.read(&mut self.rbuf[self.rend..])?;
+        self.rend += n;
+        Ok(n)
+    }
+
+    /// Make room in the read buffer for the next read.
+    fn prepare_fill(&mut self) {
         if self.rstart == self.rend {
             self.rstart = 0;
             self.rend = 0;
@@ -386,9 +420,6 @@ impl Session {
                 self.rbuf.resize(grown, 0);
             }
         }
-        let n = self.stream.read(&mut self.rbuf[self.rend..])?;
-        self.rend += n;
-        Ok(n)
     }
 
     /// Execute the complete requests in the read buffer, at most `allowance`

@@ -137,11 +137,14 @@ impl Worker {
                     }
                 } else {
                     rerun.retain(|t| *t != token);
-                    self.run_session(token, now, &mut again);
+                    // The peer's FIN (or an error) came with this event: the
+                    // session must read on to see it (see Session::on_event).
+                    let hangup = event.is_read_closed() || event.is_error();
+                    self.run_session(token, now, &mut again, hangup);
                 }
             }
             for token in rerun.drain(..) {
-                self.run_session(token, now, &mut again);
+                self.run_session(token, now, &mut again, true);
             }
             if now != last_sweep {
                 last_sweep = now;
@@ -159,11 +162,11 @@ impl Worker {
         }
     }
 
-    fn run_session(&mut self, token: Token, now: u32, again: &mut Vec<Token>) {
+    fn run_session(&mut self, token: Token, now: u32, again: &mut Vec<Token>, hangup: bool) {
         let srv = &*self.srv;
         let ws = &srv.stats.workers[self.id];
         let Some(Some(session)) = self.sessions.get_mut(token.0) else { return };
-        let status = session.on_event(srv, ws, &mut self.obs, now, &srv.budget);
+        let status = session.on_event(srv, ws, &mut self.obs, now, &srv.budget, hangup);
         if session.served > 0 && self.obs.enabled() {
             let t = Instant::now();
             self.obs.latency(t.duration_since(self.mark).as_nanos() as u64, session.served);
@@ -222,7 +225,7 @@ impl Worker {
             // Data may already be waiting (edge-triggered: no event will
             // say so). A session that yields goes on the worker's re-run list
             // like any other.
-            self.run_session(Token(slot), now, again);
+            self.run_session(Token(slot), now, again, true);
         }
     }
 
