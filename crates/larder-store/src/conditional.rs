@@ -36,18 +36,23 @@ pub enum ArithOutcome {
 impl Store {
     /// Delete `key` if it is live and, when `cas` is given, its CAS matches.
     pub fn delete_if(&self, key: &[u8], now: Time, cas: Option<u64>) -> DeleteOutcome {
+        self.delete_charged(key, now, cas).0
+    }
+
+    /// [`delete_if`](Self::delete_if), with the bytes a delete released.
+    pub fn delete_charged(&self, key: &[u8], now: Time, cas: Option<u64>) -> (DeleteOutcome, crate::Charge) {
         let h = self.hasher.hash(key);
         let mut l = self.lock(h, now);
         match l.g.lookup(h, key, now, &self.pool) {
             Found::Live(pos, loc) => {
                 if cas.is_some_and(|c| c != l.g.cas(loc)) {
-                    return DeleteOutcome::Exists;
+                    return (DeleteOutcome::Exists, crate::Charge::default());
                 }
-                crate::dump::note(0, l.g.header(loc).total() as u64);
+                let released = l.g.header(loc).total() as u64;
                 l.g.unlink(pos, loc, Why::Deleted, &self.pool);
-                DeleteOutcome::Deleted
+                (DeleteOutcome::Deleted, crate::Charge { written: 0, released })
             }
-            _ => DeleteOutcome::NotFound,
+            _ => (DeleteOutcome::NotFound, crate::Charge::default()),
         }
     }
 
@@ -60,17 +65,32 @@ impl Store {
     /// [`arith_if`](Self::arith_if), giving the rewritten item `new_cas`
     /// instead of a derived CAS when set (meta `ma … E<cas>`).
     pub fn arith_meta(&self, key: &[u8], now: Time, incr: bool, delta: u64, cas: Option<u64>, new_cas: Option<u64>) -> ArithOutcome {
+        self.arith_charged(key, now, incr, delta, cas, new_cas).0
+    }
+
+    /// [`arith_meta`](Self::arith_meta), with what a change charged and
+    /// released (the rewritten item and the old one).
+    pub fn arith_charged(
+        &self,
+        key: &[u8],
+        now: Time,
+        incr: bool,
+        delta: u64,
+        cas: Option<u64>,
+        new_cas: Option<u64>,
+    ) -> (ArithOutcome, crate::Charge) {
+        let none = crate::Charge::default();
         let h = self.hasher.hash(key);
         let mut l = self.lock(h, now);
         let Found::Live(_, old) = l.g.lookup(h, key, now, &self.pool) else {
-            return ArithOutcome::NotFound;
+            return (ArithOutcome::NotFound, none);
         };
         if cas.is_some_and(|c| c != l.g.cas(old)) {
-            return ArithOutcome::Exists;
+            return (ArithOutcome::Exists, none);
         }
         let oh = l.g.header(old);
         let Some(n) = arith::parse(l.g.item(old).value) else {
-            return ArithOutcome::NonNumeric;
+            return (ArithOutcome::NonNumeric, none);
         };
         let n = arith::apply(n, incr, delta);
         let mut buf = [0u8; 20];
@@ -79,7 +99,7 @@ impl Store {
         let old_cas = l.g.cas(old);
         let size = |cas| item::item_len_cas(key.len(), vlen, oh.flags, cas);
         let Some((loc, new_cas)) = self.reserve_version(&mut l, now, NewVersion { exptime: oh.exptime, protect: 0, old_cas: Some(old_cas), new_cas }, size) else {
-            return ArithOutcome::OutOfMemory;
+            return (ArithOutcome::OutOfMemory, none);
         };
         let size = size(new_cas);
         let bytes = l.g.item_bytes_mut(loc);
@@ -88,10 +108,10 @@ impl Store {
         // memcached rewrites in place (no new link, total_items unchanged)
         // unless the value grows.
         if !l.g.commit(h, loc, Some(old), vlen != oh.vlen, &self.env(now)) {
-            return ArithOutcome::OutOfMemory;
+            return (ArithOutcome::OutOfMemory, none);
         }
-        crate::dump::note(size as u64, l.g.last_replaced);
-        ArithOutcome::Value { value: n, cas: l.g.cas(loc), exptime: oh.exptime }
+        let charge = crate::Charge { written: size as u64, released: l.g.last_replaced };
+        (ArithOutcome::Value { value: n, cas: l.g.cas(loc), exptime: oh.exptime }, charge)
     }
 }
 

@@ -1,10 +1,7 @@
 //! Reading the store for observability, off the store's own request logic.
 //!
-//! * [`last_sizes`]: the sizes the calling thread's last successful store or
-//!   delete charged and released, for exact per-prefix byte accounting in the
-//!   server (a thread-local pair written under the shard lock by the same
-//!   call, read right after it returns: no lock, no allocation, and no change
-//!   to the store's result types).
+//! * [`Charge`]: what a successful store or delete charged and released,
+//!   returned by the call, for exact per-prefix byte accounting in the server.
 //! * [`Store::for_each_item_in_shard`](crate::Store::for_each_item_in_shard):
 //!   every live item of one shard with its metadata, under that shard's lock
 //!   only (the server's `lru_crawler metadump` walks the shards one by one).
@@ -17,12 +14,11 @@
 //!   quick and must not call the store. It also gets the item's metadata
 //!   ([`DepartedItem`]: value length, expiry, last access, fetched), which
 //!   the server's `watch evictions` lines print. Deletes and replacements are not
-//!   reported (the caller knows them: [`last_sizes`]).
+//!   reported (the caller knows them: [`Charge`]).
 //!
 //! Kept in its own file so the eviction work in `evict.rs`/`shard.rs`/
 //! `segment.rs` and this module do not touch the same lines.
 
-use std::cell::Cell;
 use std::sync::Arc;
 
 /// Why an item left the store on its own — or, for `Moved`, changed size
@@ -91,26 +87,17 @@ pub(crate) fn report_growth(hook: &DepartureHook, key: &[u8], h: &crate::item::H
     }
 }
 
-std::thread_local! {
-    /// (bytes of the item written, bytes of the item removed or replaced);
-    /// 0 = none.
-    static LAST: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
-}
-
-/// Called by the store (same thread, just before it returns).
-#[inline]
-pub(crate) fn note(written: u64, removed: u64) {
-    LAST.with(|c| c.set((written, removed)));
-}
-
-/// For the calling thread's last successful `store`/`store_if`/`meta_store`
-/// (`Stored`) or `arith`/`arith_if` (a value): (bytes the new item
-/// occupies, bytes of the item it replaced, 0 if none). For its last successful `delete`/`delete_if`: (0, bytes of
-/// the removed item). Sizes are what the store charges in `Stats::bytes`
-/// (header + key + value). Only meaningful right after such a call.
-#[inline]
-pub fn last_sizes() -> (u64, u64) {
-    LAST.with(|c| c.get())
+/// What one successful write or delete charged and released, in the bytes
+/// `Stats::bytes` counts (header + key + value): the new item's size, and the
+/// size of the item it replaced or removed (0: none). Returned by the calls
+/// that write or remove on a client's behalf (`Store::write`,
+/// `Store::delete_charged`, `Store::invalidate_charged`,
+/// `Store::arith_charged`), so per-prefix accounting can follow the store
+/// exactly.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Charge {
+    pub written: u64,
+    pub released: u64,
 }
 
 /// Bytes the store charges for an item with this key length, value length
@@ -285,8 +272,9 @@ mod tests {
         let mut stored = 0u64;
         for i in 0..20_000 {
             let k = format!("key:{i}");
-            if let crate::StoreResult::Stored(_) = s.store(Mode::Set, k.as_bytes(), 0, 0, &[b'x'; 500], 6) {
-                stored += crate::last_sizes().0;
+            let w = crate::Write { mode: Mode::Set, key: k.as_bytes(), flags: 0, exptime: 0, value: &[b'x'; 500] };
+            if let (crate::StoreResult::Stored(_), charge) = s.write(&w, 6, &crate::WriteOptions::default()) {
+                stored += charge.written;
             }
         }
         let seen = seen.lock().unwrap();
@@ -315,10 +303,10 @@ mod tests {
             // Hot keys (hit, so they survive eviction) and overwrites of
             // recent ones (dead bytes, so compaction).
             let k = if i % 3 == 0 { format!("hot:{}", i % 300) } else { format!("key:{}", i - i % 7) };
-            if let crate::StoreResult::Stored(_) = s.store(Mode::Set, k.as_bytes(), 0, 0, &[b'x'; 300], 1) {
-                let (new, old) = crate::last_sizes();
-                stored += new;
-                replaced += old;
+            let w = crate::Write { mode: Mode::Set, key: k.as_bytes(), flags: 0, exptime: 0, value: &[b'x'; 300] };
+            if let (crate::StoreResult::Stored(_), charge) = s.write(&w, 1, &crate::WriteOptions::default()) {
+                stored += charge.written;
+                replaced += charge.released;
             }
             s.get(format!("hot:{}", i % 300).as_bytes(), 1, |_| ());
         }

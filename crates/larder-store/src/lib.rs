@@ -133,7 +133,7 @@ mod ttl;
 pub use conditional::{ArithOutcome, DeleteOutcome};
 pub use meta::{MetaGet, MetaItem, WriteOptions};
 pub use snapshot::{LoadReport, SaveReport, SnapshotClock, SnapshotError, FORMAT_VERSION as SNAPSHOT_FORMAT_VERSION, MAGIC as SNAPSHOT_MAGIC};
-pub use dump::{item_bytes, last_sizes, DepartedItem, Departure, DepartureHook, DumpItem};
+pub use dump::{item_bytes, Charge, DepartedItem, Departure, DepartureHook, DumpItem};
 use evict::{EvictionPolicy, S3Fifo, Want, MAX_COPYING_EVICTIONS};
 use hash::KeyHasher;
 use index::{Index, Loc, MAX_SEGMENT_SIZE};
@@ -186,13 +186,14 @@ struct Locked<'a> {
 
 /// What a storage command writes: the item as the client sent it (the
 /// store's own decisions, such as the CAS, come later).
-#[derive(Clone, Copy)]
-pub(crate) struct Write<'a> {
-    pub(crate) mode: Mode,
-    pub(crate) key: &'a [u8],
-    pub(crate) flags: u32,
-    pub(crate) exptime: Time,
-    pub(crate) value: &'a [u8],
+#[derive(Clone, Copy, Debug)]
+pub struct Write<'a> {
+    pub mode: Mode,
+    pub key: &'a [u8],
+    pub flags: u32,
+    /// Store time (0: never).
+    pub exptime: Time,
+    pub value: &'a [u8],
 }
 
 /// The new version of an item that [`Store::reserve_version`] makes room
@@ -368,8 +369,15 @@ impl Store {
     /// [`store_if`](Self::store_if) with the meta protocol's options (see
     /// [`WriteOptions`]).
     pub(crate) fn store_cond(&self, w: &Write<'_>, now: Time, opts: &WriteOptions) -> StoreResult {
+        self.store_charged(w, now, opts).0
+    }
+
+    /// [`store_cond`](Self::store_cond), with what a successful write
+    /// charged and released.
+    pub(crate) fn store_charged(&self, w: &Write<'_>, now: Time, opts: &WriteOptions) -> (StoreResult, Charge) {
         let mut large = 0;
-        let mut result = self.store_once(w, now, opts, &mut large);
+        let mut charge = Charge::default();
+        let mut result = self.store_once(w, now, opts, &mut large, &mut charge);
         // A large object found no room while its shard was locked. Making
         // room there only try-locks other shards (waiting for one while
         // holding another could deadlock), so a shard that is merely busy —
@@ -385,15 +393,15 @@ impl Store {
                 break;
             }
             large = 0;
-            result = self.store_once(w, now, opts, &mut large);
+            result = self.store_once(w, now, opts, &mut large, &mut charge);
         }
-        result
+        (result, charge)
     }
 
     /// One attempt of [`store_cond`](Self::store_cond) under the key's
     /// shard lock. On `OutOfMemory` for want of a large object's bytes,
     /// `large` is set to how many.
-    fn store_once(&self, w: &Write<'_>, now: Time, opts: &WriteOptions, large: &mut usize) -> StoreResult {
+    fn store_once(&self, w: &Write<'_>, now: Time, opts: &WriteOptions, large: &mut usize, charge: &mut Charge) -> StoreResult {
         let Write { mode, key, flags, exptime, value } = *w;
         let WriteOptions { cas, stale_if_older, key_binary, new_cas } = *opts;
         let h = self.hasher.hash(key);
@@ -490,7 +498,7 @@ impl Store {
         if !l.g.commit(h, loc, old_loc, true, &self.env(now)) {
             return StoreResult::OutOfMemory;
         }
-        dump::note(size as u64, l.g.last_replaced);
+        *charge = Charge { written: size as u64, released: l.g.last_replaced };
         StoreResult::Stored(l.g.cas(loc))
     }
 
@@ -512,7 +520,6 @@ impl Store {
         let mut l = self.lock(h, now);
         match l.g.lookup(h, key, now, &self.pool) {
             Found::Live(pos, loc) => {
-                dump::note(0, l.g.header(loc).total() as u64);
                 l.g.unlink(pos, loc, why, &self.pool);
                 true
             }

@@ -147,14 +147,28 @@ impl Store {
         exptime: Option<Time>,
         new_cas: Option<u64>,
     ) -> crate::DeleteOutcome {
-        use crate::DeleteOutcome;
+        self.invalidate_charged(key, now, cas, exptime, new_cas).0
+    }
+
+    /// [`invalidate`](Self::invalidate), with what the stale copy charged
+    /// and the item it replaced released (nothing when no room for the copy
+    /// made it a removal, which the departure hook reports as `Dropped`).
+    pub fn invalidate_charged(
+        &self,
+        key: &[u8],
+        now: Time,
+        cas: Option<u64>,
+        exptime: Option<Time>,
+        new_cas: Option<u64>,
+    ) -> (crate::DeleteOutcome, crate::Charge) {
+        use crate::{Charge, DeleteOutcome};
         let h = self.hasher.hash(key);
         let mut l = self.lock(h, now);
         let Found::Live(_, old) = l.g.lookup(h, key, now, &self.pool) else {
-            return DeleteOutcome::NotFound;
+            return (DeleteOutcome::NotFound, Charge::default());
         };
         if cas.is_some_and(|c| c != l.g.cas(old)) {
-            return DeleteOutcome::Exists;
+            return (DeleteOutcome::Exists, Charge::default());
         }
         // The CAS is derived from the item's place, so a new CAS means a
         // copy of the item in a new place (with `E`, one that stores it).
@@ -169,8 +183,7 @@ impl Store {
                 // reported to the departure hook: no client deleted it
                 l.g.unlink(pos, old, Why::Dropped, &self.pool);
             }
-            crate::dump::note(0, 0);
-            return DeleteOutcome::Deleted;
+            return (DeleteOutcome::Deleted, Charge::default());
         };
         let voff = item::encode_cas(l.g.item_bytes_mut(loc), key, oh.vlen, oh.flags, oh.exptime, now, new_cas);
         l.g.segs.copy(old.seg, old.off as usize + oh.val_off(), loc.seg, loc.off as usize + voff, oh.vlen);
@@ -180,9 +193,8 @@ impl Store {
             l.g.set_exptime(loc, e);
         }
         l.g.commit(h, loc, Some(old), false, &self.env(now));
-        // The copy may be bigger (a stored CAS): `last_sizes` for the caller.
-        crate::dump::note(l.g.header(loc).total() as u64, l.g.last_replaced);
-        DeleteOutcome::Deleted
+        // The copy may be bigger (a stored CAS): the caller accounts for it.
+        (DeleteOutcome::Deleted, Charge { written: l.g.header(loc).total() as u64, released: l.g.last_replaced })
     }
 
     /// A get for grace mode: an item that expired less than `grace` seconds
@@ -225,6 +237,13 @@ impl Store {
         opts: &WriteOptions,
     ) -> StoreResult {
         self.store_cond(&Write { mode, key, flags, exptime, value }, now, opts)
+    }
+
+    /// Every storage command of every protocol, as the server issues it:
+    /// [`meta_store`](Self::meta_store) with what a successful write
+    /// charged (the new item) and released (the item it replaced).
+    pub fn write(&self, w: &Write<'_>, now: Time, opts: &WriteOptions) -> (StoreResult, crate::Charge) {
+        self.store_charged(w, now, opts)
     }
 }
 

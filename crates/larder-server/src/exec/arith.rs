@@ -54,14 +54,14 @@ pub fn arith(cx: &mut Ctx<'_>, a: &Arith<'_>) -> Counted {
     let ws = cx.ws;
     let (hits, misses) = if a.incr { (&ws.incr_hits, &ws.incr_misses) } else { (&ws.decr_hits, &ws.decr_misses) };
     crate::trace::watch::fetch_first(&srv.log, &srv.store, a.key, now);
-    let outcome = if cx.in_flush_second() {
-        ArithOutcome::NotFound
+    let (outcome, charge) = if cx.in_flush_second() {
+        (ArithOutcome::NotFound, larder_store::Charge::default())
     } else {
-        srv.store.arith_meta(a.key, now, a.incr, a.delta, a.cas, a.new_cas)
+        srv.store.arith_charged(a.key, now, a.incr, a.delta, a.cas, a.new_cas)
     };
     match outcome {
         ArithOutcome::Value { value, cas, exptime } => {
-            cx.obs.resized(a.key);
+            cx.obs.resized(a.key, charge);
             bump(hits, 1);
             let mut after = exptime;
             if let Some(t) = a.touch {
@@ -92,12 +92,13 @@ fn create(cx: &mut Ctx<'_>, a: &Arith<'_>, initial: u64, exptime: Time) -> Count
     let text = decimal(initial, &mut digits);
     let opts = WriteOptions { new_cas: a.new_cas, key_binary: a.key_binary, ..WriteOptions::default() };
     let prior = crate::trace::watch::before_store(&srv.log, &srv.store, a.key, now, Mode::Add);
-    let result = srv.store.meta_store(Mode::Add, a.key, 0, exptime, text, now, &opts);
+    let write = larder_store::Write { mode: Mode::Add, key: a.key, flags: 0, exptime, value: text };
+    let (result, charge) = srv.store.write(&write, now, &opts);
     let cmd = larder_observe::watch::StoreCmd::Add;
     crate::trace::watch::after_store(&srv.log, a.key, prior, cmd, &result, exptime, text.len(), now);
     match result {
         StoreResult::Stored(cas) => {
-            cx.obs.stored(a.key, now, exptime);
+            cx.obs.stored(a.key, charge, now, exptime);
             srv.note_write(a.key);
             Counted::Created { value: initial, cas: cx.visible_cas(cas), exptime }
         }

@@ -26,18 +26,18 @@ pub fn delete(cx: &mut Ctx<'_>, key: &[u8], cas: Option<u64>, invalidate: Option
     let now = cx.now;
     srv.note_write(key);
     crate::trace::watch::fetch_first(&srv.log, &srv.store, key, now);
-    let outcome = if cx.in_flush_second() {
-        DeleteOutcome::NotFound
+    let (outcome, charge) = if cx.in_flush_second() {
+        (DeleteOutcome::NotFound, larder_store::Charge::default())
     } else if let Some(inv) = invalidate {
-        srv.store.invalidate(key, now, cas, inv.exptime, inv.new_cas)
+        srv.store.invalidate_charged(key, now, cas, inv.exptime, inv.new_cas)
     } else {
-        srv.store.delete_if(key, now, cas)
+        srv.store.delete_charged(key, now, cas)
     };
     let deleted = outcome == DeleteOutcome::Deleted;
     if invalidate.is_some() && deleted {
-        cx.obs.resized(key);
+        cx.obs.resized(key, charge);
     }
-    cx.obs.deleted(key, deleted && invalidate.is_none());
+    cx.obs.deleted(key, (deleted && invalidate.is_none()).then_some(charge.released));
     match outcome {
         DeleteOutcome::Deleted => bump(&cx.ws.delete_hits, 1),
         DeleteOutcome::NotFound => bump(&cx.ws.delete_misses, 1),

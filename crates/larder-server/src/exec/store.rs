@@ -40,13 +40,14 @@ pub fn store(cx: &mut Ctx<'_>, w: &Write<'_>) -> StoreResult {
     let now = cx.now;
     let ws = cx.ws;
     let prior = crate::trace::watch::before_store(&srv.log, &srv.store, w.key, now, w.mode);
-    let result = srv.store.meta_store(w.mode, w.key, w.flags, w.exptime, w.data, now, &w.opts);
+    let write = larder_store::Write { mode: w.mode, key: w.key, flags: w.flags, exptime: w.exptime, value: w.data };
+    let (result, charge) = srv.store.write(&write, now, &w.opts);
     let cmd = crate::trace::watch::store_cmd(w.mode, w.opts.cas.is_some());
     crate::trace::watch::after_store(&srv.log, w.key, prior, cmd, &result, w.exptime, w.data.len(), now);
     match result {
         StoreResult::Stored(_) => {
             srv.note_write(w.key);
-            cx.obs.stored(w.key, now, w.exptime);
+            cx.obs.stored(w.key, charge, now, w.exptime);
         }
         _ => cx.obs.set_failed(w.key),
     }

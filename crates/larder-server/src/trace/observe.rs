@@ -2,11 +2,11 @@
 //! by the executors (text, meta, binary) with what each request did.
 //!
 //! * Sizes come from the store: an item's bytes are what the store charges
-//!   for it (`larder_store::item_bytes`, header + key + value), and after a
-//!   successful store or delete `larder_store::last_sizes()` says what the
-//!   call wrote and what it removed or replaced, so per-prefix `items` and
-//!   `bytes` follow the store exactly for sets, replacements, appends and
-//!   deletes.
+//!   for it (`larder_store::item_bytes`, header + key + value), and a
+//!   successful store or delete returns a `larder_store::Charge` saying what
+//!   it wrote and what it removed or replaced, which the executors pass
+//!   here, so per-prefix `items` and `bytes` follow the store exactly for
+//!   sets, replacements, appends and deletes.
 //! * Times: the observer wants unix seconds; the server runs on relative
 //!   [`Time`]. The offset between the two is fixed at worker start
 //!   (`debugtime` shifts both alike).
@@ -40,7 +40,7 @@
 
 use crate::trace::watch::Logger;
 use larder_observe::observer::ObserverWorker;
-use larder_store::{DepartedItem, Departure, Time};
+use larder_store::{Charge, DepartedItem, Departure, Time};
 use std::cell::RefCell;
 use std::sync::Arc;
 
@@ -141,12 +141,10 @@ impl Obs {
 
     /// A storage command stored `key` (right after the store call).
     #[inline]
-    pub fn stored(&mut self, key: &[u8], now: Time, exptime: Time) {
+    pub fn stored(&mut self, key: &[u8], charge: Charge, now: Time, exptime: Time) {
         let (now, exptime) = (self.unix(now), self.unix_exp(exptime));
-        self.with(|w| {
-            let (new, old) = larder_store::last_sizes();
-            w.on_set(key, new, (old != 0).then_some(old), now, exptime);
-        });
+        let (new, old) = (charge.written, charge.released);
+        self.with(|w| w.on_set(key, new, (old != 0).then_some(old), now, exptime));
     }
 
     /// An item of `item_bytes` was created without a storage command
@@ -162,11 +160,8 @@ impl Obs {
 
     /// incr/decr changed a value (right after the store call).
     #[inline]
-    pub fn resized(&mut self, key: &[u8]) {
-        self.with(|w| {
-            let (new, old) = larder_store::last_sizes();
-            w.on_resize(key, new, old);
-        });
+    pub fn resized(&mut self, key: &[u8], charge: Charge) {
+        self.with(|w| w.on_resize(key, charge.written, charge.released));
     }
 
     /// A storage command stored nothing.
@@ -175,11 +170,10 @@ impl Obs {
         self.with(|w| w.on_set_failed(key));
     }
 
-    /// A delete (right after the store call): `removed` whether it removed
-    /// an item.
+    /// A delete: `removed`, the bytes of the item it removed, if any.
     #[inline]
-    pub fn deleted(&mut self, key: &[u8], removed: bool) {
-        self.with(|w| w.on_delete(key, removed.then(|| larder_store::last_sizes().1)));
+    pub fn deleted(&mut self, key: &[u8], removed: Option<u64>) {
+        self.with(|w| w.on_delete(key, removed));
     }
 
     /// touch/gat set a live item's expiry.
