@@ -118,7 +118,9 @@ function lineChart(canvas, times, series, opts) {
   const left = 52, right = 8, top = 6, bottom = 18;
   const pw = w - left - right, ph = h - top - bottom;
   const now = times.length ? times[times.length - 1] : Date.now();
-  const span = opts.spanMs || 15 * 60 * 1000;
+  // The window grows with the history: 2 minutes at first, 15 at most.
+  const have = times.length ? now - times[0] : 0;
+  const span = Math.min(15 * 60000, Math.max(2 * 60000, Math.ceil(have / 60000) * 60000));
   const t0 = now - span;
   let max = opts.max || 0;
   if (!opts.max) {
@@ -135,7 +137,7 @@ function lineChart(canvas, times, series, opts) {
       }
     }
     if (opts.limit && opts.limit > max) max = opts.limit;
-    max = niceMax(max);
+    max = opts.fmt === fmtBytes ? niceBytes(max) : niceMax(max);
   }
   const fmt = opts.fmt || fmtNum;
   const x = t => left + (t - t0) / span * pw;
@@ -150,7 +152,8 @@ function lineChart(canvas, times, series, opts) {
     g.fillText(fmt(v), left - 4, yy);
   }
   g.textAlign = "center"; g.textBaseline = "top";
-  for (let m = 0; m <= 15; m += 5) {
+  const stepMin = span > 10 * 60000 ? 5 : span > 4 * 60000 ? 2 : 1;
+  for (let m = 0; m * 60000 <= span; m += stepMin) {
     const xx = x(now - m * 60000);
     g.fillText(m === 0 ? "now" : "-" + m + " min", Math.min(Math.max(xx, left + 14), w - right - 14), top + ph + 4);
   }
@@ -204,6 +207,13 @@ function lineChart(canvas, times, series, opts) {
     if (opts.stacked) for (let i = 0; i < times.length; i++) base[i] += s.values[i] || 0;
   }
 }
+// A round number of KiB/MiB/GiB, so that the quarter ticks read well.
+function niceBytes(v) {
+  if (!(v > 0)) return 1024;
+  let unit = 1;
+  while (v >= 1024 * unit && unit < Math.pow(1024, 4)) unit *= 1024;
+  return niceMax(v / unit) * unit;
+}
 function niceMax(v) {
   if (!(v > 0)) return 1;
   const p = Math.pow(10, Math.floor(Math.log10(v)));
@@ -245,9 +255,23 @@ function addLatest(latest) {
 }
 
 // Rates between the two last polls (fresher than the 2 s history samples).
+// Before the second poll, the newest history sample's rate stands in.
+const SAMPLE_RATE = {
+  cmd_get: "get_per_s", cmd_set: "set_per_s", cmd_touch: "touch_per_s", get_hits: "hits_per_s",
+  get_misses: "misses_per_s", bytes_read: "bytes_read_per_s", bytes_written: "bytes_written_per_s",
+  evictions: "evictions_per_s", reclaimed: "reclaimed_per_s",
+};
 function liveRate(name) {
   const a = state.last, b = state.cur;
-  if (!a || !b) return null;
+  if (!a || !b) {
+    const l = latestSample();
+    if (!l) return null;
+    if (name in SAMPLE_RATE) return l[SAMPLE_RATE[name]];
+    if (name === "delete_hits") return l.delete_per_s;
+    if (name === "incr_hits") return l.incr_decr_per_s;
+    if (/^(delete_misses|incr_misses|decr_hits|decr_misses)$/.test(name)) return 0;
+    return null;
+  }
   const dt = (b.now_ms - a.now_ms) / 1000;
   if (dt <= 0) return null;
   const d = (b.stats[name] || 0) - (a.stats[name] || 0);
@@ -278,18 +302,17 @@ function renderTiles(d) {
   const hr = liveSum(["get_hits"]), mr = liveSum(["get_misses"]);
   tile(box, "hit ratio (now)", hr !== null && hr + mr > 0 ? fmtPct(hr / (hr + mr)) : "–",
     "since start " + fmtPct(ratio(s.get_hits, s.get_misses)));
-  const used = m.items + m.index + m.dead;
-  tile(box, "memory used", fmtPct(m.used / m.limit), fmtBytes(m.used) + " of " + fmtBytes(m.limit) + " (-m)");
-  tile(box, "items", fmtNum(s.curr_items), fmtBytes(m.items) + " live, " + fmtBytes(m.dead) + " dead");
+  tile(box, "memory (-m)", fmtPct(m.used / m.limit), fmtBytes(m.used) + " of " + fmtBytes(m.limit));
+  tile(box, "items", fmtNum(s.curr_items), fmtBytes(m.items) + " · dead " + fmtBytes(m.dead));
   tile(box, "evictions/s", fmtNum(liveRate("evictions")), "total " + fmtNum(s.evictions));
   tile(box, "expired/s", fmtNum(liveRate("reclaimed")), "reclaimed total " + fmtNum(s.reclaimed));
-  tile(box, "connections", fmtNum(s.curr_connections), "max " + fmtNum(s.max_connections) + " · buffers " + fmtBytes(m.read_buf_bytes + m.response_obj_bytes));
+  tile(box, "connections", fmtNum(s.curr_connections), "buffers " + fmtBytes(m.read_buf_bytes + m.response_obj_bytes));
   const l = latestSample();
-  tile(box, "latency p50 / p99", l ? fmtUs(l.p50_us) + " / " + fmtUs(l.p99_us) : "–",
-    "last 2 s · p99.9 " + (l ? fmtUs(l.p999_us) : "–"));
+  const busy = l && l.p50_us > 0; // no request in the last interval: no percentile
+  tile(box, "latency p99", busy ? fmtUs(l.p99_us) : "–",
+    busy ? "p50 " + fmtUs(l.p50_us) + " · p99.9 " + fmtUs(l.p999_us) : "no requests in the last 2 s");
   tile(box, "network in / out", fmtBytes(liveRate("bytes_read")) + "/s",
     "out " + fmtBytes(liveRate("bytes_written")) + "/s");
-  void used;
 }
 
 function latestSample() {
