@@ -295,7 +295,7 @@ fn api_stats_matches_stats_and_escapes_keys() {
     assert!(body.contains("\\u003c/script\\u003e"));
     let big = d.get("bigkeys").arr();
     assert_eq!(big[0].get("key").str(), evil);
-    assert_eq!(big[0].get("size").num() as usize > value.len(), true);
+    assert!(big[0].get("size").num() as usize > value.len());
     assert_eq!(big[0].get("ttl").num(), -1.0);
     let hot = d.get("hotkeys").get("by_requests").arr();
     let h = hot.iter().find(|h| h.get("key").str() == evil).expect("the hostile key is hot");
