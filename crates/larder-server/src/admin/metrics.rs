@@ -1,11 +1,15 @@
-//! The admin HTTP listener: Prometheus `GET /metrics` (`-o metrics_port=N`,
-//! bound to `-o metrics_addr`, 127.0.0.1 by default; off by default).
+//! The admin HTTP listener: Prometheus `GET /metrics` and the dashboard
+//! (`GET /`, `/api/stats`, `/api/history`: see [`super::dashboard`]), on
+//! `-o metrics_port=N`, bound to `-o metrics_addr` (127.0.0.1 by default;
+//! off by default).
 //!
-//! One thread of its own with blocking std sockets, one scrape at a time:
-//! it is not on the request path and a scrape every few seconds is all it
-//! serves. Each connection gets a 2-second read/write timeout, so a client
-//! that connects and says nothing cannot hold it for long; requests are
-//! bounded by larder-observe's responder (400 past 8 KiB of headers).
+//! One thread of its own with blocking std sockets, one request at a time
+//! (`Connection: close`): it is not on the request path, and a scrape every
+//! few seconds plus a dashboard poll or two a second is all it serves. Each
+//! connection gets a 2-second read/write timeout, so a client that connects
+//! and says nothing cannot hold it for long; requests are bounded by
+//! larder-observe's request parser (400 past 8 KiB of headers). A second
+//! small thread samples the dashboard's history ([`super::history`]).
 //!
 //! What a scrape shows:
 //! * every numeric general `stats` figure, from the same rendering as the
@@ -22,7 +26,9 @@
 //!   request are not seen).
 
 use crate::state::server::Server;
-use larder_observe::prometheus::{respond, Exposition, HttpReply, MetricType};
+use super::dashboard;
+use super::history::{self, History};
+use larder_observe::prometheus::{parse_request, Exposition, MetricType, CONTENT_TYPE};
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
@@ -34,8 +40,11 @@ pub fn bind(addr: &str, port: u16) -> Result<TcpListener, String> {
     TcpListener::bind(SocketAddr::new(ip, port)).map_err(|e| format!("larder: cannot listen for metrics on {addr}:{port}: {e}"))
 }
 
-/// Serve scrapes until the process exits.
+/// Serve scrapes and the dashboard until the process exits; sample the
+/// dashboard's history meanwhile.
 pub fn spawn(srv: Arc<Server>, listener: TcpListener) -> Result<(), String> {
+    let history = Arc::new(History::new(history::CAPACITY));
+    history::spawn(srv.clone(), history.clone())?;
     std::thread::Builder::new()
         .name("larder-metrics".into())
         .spawn(move || {
@@ -44,7 +53,7 @@ pub fn spawn(srv: Arc<Server>, listener: TcpListener) -> Result<(), String> {
                     return;
                 }
                 if let Ok(s) = conn {
-                    serve(&srv, s);
+                    serve(&srv, &history, s);
                 }
             }
         })
@@ -52,23 +61,62 @@ pub fn spawn(srv: Arc<Server>, listener: TcpListener) -> Result<(), String> {
         .map_err(|e| format!("larder: cannot start metrics thread: {e}"))
 }
 
-fn serve(srv: &Server, mut s: TcpStream) {
+fn serve(srv: &Server, history: &History, mut s: TcpStream) {
     let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
     let _ = s.set_write_timeout(Some(Duration::from_secs(2)));
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
     loop {
-        match respond(&buf, || render(srv)) {
-            HttpReply::Reply(bytes) => {
-                let _ = s.write_all(&bytes);
-                return;
-            }
-            HttpReply::NeedMore => match s.read(&mut chunk) {
+        // parse_request answers Err past MAX_REQUEST_BYTES: buf stays bounded.
+        let reply = match parse_request(&buf) {
+            Ok(None) => match s.read(&mut chunk) {
                 Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                Ok(n) => {
+                    buf.extend_from_slice(&chunk[..n]);
+                    continue;
+                }
             },
-        }
+            Err(()) => response("400 Bad Request", "text/plain", b"bad request\n", false),
+            Ok(Some(req)) => route(srv, history, req.method, req.path),
+        };
+        let _ = s.write_all(&reply);
+        return;
     }
+}
+
+/// The answer to `method path`.
+fn route(srv: &Server, history: &History, method: &str, path: &str) -> Vec<u8> {
+    let head = method == "HEAD";
+    if method != "GET" && !head {
+        return response("405 Method Not Allowed", "text/plain", b"method not allowed\n", false);
+    }
+    let (ctype, body): (&str, std::borrow::Cow<'static, [u8]>) = match path {
+        "/metrics" => (CONTENT_TYPE, render(srv).into_bytes().into()),
+        "/" | "/index.html" => ("text/html; charset=utf-8", dashboard::INDEX_HTML.as_bytes().into()),
+        "/dashboard.js" => ("text/javascript; charset=utf-8", dashboard::DASHBOARD_JS.as_bytes().into()),
+        "/dashboard.css" => ("text/css; charset=utf-8", dashboard::DASHBOARD_CSS.as_bytes().into()),
+        "/api/stats" => ("application/json", dashboard::stats_json(srv, history).into_bytes().into()),
+        "/api/history" => ("application/json", dashboard::history_json(history).into_bytes().into()),
+        _ => return response("404 Not Found", "text/plain", b"not found: try / or /metrics\n", head),
+    };
+    response("200 OK", ctype, &body, head)
+}
+
+/// A whole HTTP/1.1 response. The dashboard's pages may use nothing but
+/// this listener (no CDN, no fonts): the Content-Security-Policy says so.
+fn response(status: &str, content_type: &str, body: &[u8], head: bool) -> Vec<u8> {
+    let mut r = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
+         Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n\
+         Content-Security-Policy: default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'\r\n\
+         Connection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    if !head {
+        r.extend_from_slice(body);
+    }
+    r
 }
 
 /// The exposition text.
