@@ -82,6 +82,25 @@ pub(crate) fn kill(child: &mut Child) {
     let _ = child.wait();
 }
 
+/// Whether the tests run as root (effective uid 0; the owner of
+/// `/proc/self` is the process's effective uid, which spares the kit a libc
+/// dependency).
+pub fn running_as_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}
+
+/// `-u root` when running as root, else nothing. larder, like memcached,
+/// refuses to start as root without `-u`; tests and CI run as root, and
+/// `-u root` says "stay root, on purpose" to both.
+pub fn user_args() -> &'static [&'static str] {
+    if running_as_root() {
+        &["-u", "root"]
+    } else {
+        &[]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,24 +121,5 @@ mod tests {
         let mut child = Command::new("true").spawn().unwrap();
         assert!(!answers_as(&mut child, port, None));
         kill(&mut child);
-    }
-}
-
-/// Whether the tests run as root (effective uid 0; the owner of
-/// `/proc/self` is the process's effective uid, which spares the kit a libc
-/// dependency).
-pub fn running_as_root() -> bool {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
-}
-
-/// `-u root` when running as root, else nothing. larder, like memcached,
-/// refuses to start as root without `-u`; tests and CI run as root, and
-/// `-u root` says "stay root, on purpose" to both.
-pub fn user_args() -> &'static [&'static str] {
-    if running_as_root() {
-        &["-u", "root"]
-    } else {
-        &[]
     }
 }
