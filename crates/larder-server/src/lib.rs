@@ -22,6 +22,9 @@
 //! * Flags: `state/config.rs`; shared server state: `state/`.
 //! * Reporting (`stats`, `watch`, accounting): `exec/report.rs`, `trace/`.
 //! * The admin HTTP listener (`/metrics`): `admin/`.
+//! * `-Y` authentication: the file in `state/authfile.rs`, the handshake
+//!   in `wire/auth.rs`, and the one gate that runs it, before any protocol,
+//!   in `conn/session.rs`.
 //!
 //! Modules import only downwards: admin → conn → wire → exec → state →
 //! trace → net (`tests/layers.rs` checks it).
