@@ -22,6 +22,9 @@
 //! * Flags: `state/config.rs`; shared server state: `state/`.
 //! * Reporting (`stats`, `watch`, accounting): `exec/report.rs`, `trace/`.
 //! * The admin HTTP listener (`/metrics`): `admin/`.
+//! * `-Y` authentication: the file in `state/authfile.rs`, the handshake
+//!   in `wire/auth.rs`, and the one gate that runs it, before any protocol,
+//!   in `conn/session.rs`.
 //!
 //! Modules import only downwards: admin → conn → wire → exec → state →
 //! trace → net (`tests/layers.rs` checks it).
@@ -61,6 +64,8 @@ pub struct Prepared {
     /// restored expiry times and the server's time agree.
     clock: state::clock::Clock,
     restart: state::persist::RestartStats,
+    /// `-Y`: the authfile, read before anything else can fail on it.
+    auth: Option<state::authfile::Credentials>,
 }
 
 impl Prepared {
@@ -75,6 +80,13 @@ impl Prepared {
 /// `-e` load the warm-restart snapshot (after binding: a start that fails
 /// to bind must not consume the snapshot).
 pub fn prepare(settings: Settings) -> Result<Prepared, String> {
+    let auth = match &settings.auth_file {
+        Some(path) => {
+            let file = state::authfile::AuthFile::load(path).map_err(|e| e.to_string())?;
+            Some(state::authfile::Credentials::new(path.clone(), file))
+        }
+        None => None,
+    };
     let store_config = larder_store::Config {
         memory_limit: settings.memory_limit,
         item_size_max: settings.item_size_max,
@@ -98,7 +110,7 @@ pub fn prepare(settings: Settings) -> Result<Prepared, String> {
         }
         restart = loaded.stats;
     }
-    Ok(Prepared { settings, store, bound, metrics, clock, restart })
+    Ok(Prepared { settings, store, bound, metrics, clock, restart, auth })
 }
 
 /// Per-prefix accounting and the big-key list learn about the items a warm
@@ -125,11 +137,12 @@ pub struct Running {
 
 /// Start the worker, acceptor, logger and admin threads.
 pub fn start(p: Prepared, shutdown: Shutdown) -> Result<Running, String> {
-    let Prepared { settings, store, bound, metrics, clock, restart } = p;
+    let Prepared { settings, store, bound, metrics, clock, restart, auth } = p;
     let listeners_count = bound.listeners.len() + bound.udp.len();
     let mut srv = Server::new(settings, store, listeners_count, shutdown);
     srv.clock = clock;
     srv.restart = restart;
+    srv.auth = auth;
     if srv.restart.loaded && srv.settings.observe.enabled {
         account_restored(&srv);
     }
@@ -179,7 +192,27 @@ pub fn start(p: Prepared, shutdown: Shutdown) -> Result<Running, String> {
     Ok(Running { srv, inboxes, workers, acceptor })
 }
 
+/// Reloads what memcached reloads on SIGHUP (the `-Y` authfile), from
+/// any thread while the server runs.
+#[derive(Clone)]
+pub struct Reloader(Arc<Server>);
+
+impl Reloader {
+    /// Read the authfile again; on error the old credentials stay.
+    pub fn reload(&self) -> Result<(), String> {
+        match &self.0.auth {
+            Some(c) => c.reload().map_err(|e| e.to_string()),
+            None => Ok(()),
+        }
+    }
+}
+
 impl Running {
+    /// A handle for SIGHUP's reload.
+    pub fn reloader(&self) -> Reloader {
+        Reloader(self.srv.clone())
+    }
+
     /// Block until a shutdown is requested (the [`Shutdown`] handle, the
     /// `shutdown` command, or a failed worker), then stop.
     /// Err when a worker failed or a warm-restart save failed.

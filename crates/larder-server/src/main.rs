@@ -8,7 +8,13 @@
 //! signal thread turns SIGTERM/SIGINT into a shutdown request, the same one
 //! the `shutdown` command makes, and SIGUSR1 into a graceful one that, with
 //! `-e`, saves the items for a warm restart (memcached saves on SIGUSR1
-//! only); the main thread waits for it and tears down.
+//! only), and SIGHUP into a reload of the `-Y` authfile (as memcached);
+//! the main thread waits for it and tears down.
+//!
+//! Root: as memcached, larder refuses to start as root without `-u`
+//! (exit 64). `-u root` is the way to stay root on purpose (test rigs and
+//! containers do): memcached accepts it, switches to uid 0, and so does
+//! larder.
 
 use larder_server::{Command, Settings, Shutdown};
 
@@ -17,8 +23,9 @@ use larder_server::{Command, Settings, Shutdown};
 static GLOBAL: larder_server::alloc_count::Counting = larder_server::alloc_count::Counting;
 use std::process::exit;
 
-/// sysexits.h EX_USAGE / EX_OSERR, as memcached uses.
+/// sysexits.h EX_USAGE / EX_NOUSER / EX_OSERR, as memcached uses.
 const EX_USAGE: i32 = 64;
+const EX_NOUSER: i32 = 67;
 const EX_OSERR: i32 = 71;
 
 fn main() {
@@ -45,6 +52,25 @@ fn main() {
     };
     for w in &settings.warnings {
         eprintln!("larder: warning: {w}");
+    }
+    // Refused before anything is bound or loaded, as memcached does.
+    if running_as_root() && settings.user.as_deref().unwrap_or("").is_empty() {
+        eprintln!("can't run as root without the -u switch");
+        exit(EX_USAGE);
+    }
+    // memcached checks the authfile at start-up and exits 1 on a bad one
+    // (the library reads it again when it prepares the server).
+    if let Some(path) = &settings.auth_file {
+        if let Err(e) = larder_server::state::authfile::AuthFile::load(path) {
+            eprintln!("{e}");
+            exit(1);
+        }
+    }
+    if let Some(user) = settings.user.as_deref().filter(|_| running_as_root()) {
+        if lookup_user(user).is_none() {
+            eprintln!("can't find the user {user} to switch to");
+            exit(EX_NOUSER);
+        }
     }
     if let Err(e) = run(settings) {
         eprintln!("{e}");
@@ -75,11 +101,20 @@ fn run(settings: Settings) -> Result<(), String> {
     let signals = block_signals();
     let shutdown = Shutdown::new();
     let running = larder_server::start(prepared, shutdown.clone())?;
+    let reloader = running.reloader();
     let verbose = settings.verbose > 0;
     std::thread::Builder::new()
         .name("larder-signals".into())
         .spawn(move || {
-            let sig = wait_for_signal(&signals);
+            let mut sig = wait_for_signal(&signals);
+            while sig == libc::SIGHUP {
+                // memcached keeps the old credentials when the new file is
+                // refused; it says nothing, larder says why.
+                if let Err(e) = reloader.reload() {
+                    eprintln!("larder: SIGHUP: {e}; keeping the previous authfile");
+                }
+                sig = wait_for_signal(&signals);
+            }
             if verbose {
                 eprintln!("larder: signal {sig} received, shutting down");
             }
@@ -174,31 +209,43 @@ fn raise_core_limit() {
     }
 }
 
-/// `-u`: when started as root, become that user.
+/// Real or effective uid 0 (memcached checks both).
+fn running_as_root() -> bool {
+    // SAFETY: getuid/geteuid have no preconditions.
+    unsafe { libc::getuid() == 0 || libc::geteuid() == 0 }
+}
+
+/// The uid and gid of `user`, if it exists.
+fn lookup_user(user: &str) -> Option<(libc::uid_t, libc::gid_t)> {
+    let name = std::ffi::CString::new(user).ok()?;
+    // SAFETY: getpwnam returns a pointer to static storage or null; we read
+    // it at once, before any other call that could overwrite it.
+    unsafe {
+        let pw = libc::getpwnam(name.as_ptr());
+        (!pw.is_null()).then(|| ((*pw).pw_uid, (*pw).pw_gid))
+    }
+}
+
+/// `-u`: when started as root, become that user. `main` already refused
+/// root without `-u` and an unknown user. `-u root` goes through the same
+/// calls and stays uid 0, but without root's supplementary groups, exactly
+/// as memcached does.
 fn drop_privileges(s: &Settings) -> Result<(), String> {
-    // SAFETY: getuid has no preconditions.
-    if unsafe { libc::getuid() } != 0 {
+    if !running_as_root() {
         return Ok(());
     }
     let Some(user) = &s.user else {
-        // memcached refuses to run as root without -u. larder runs, but says
-        // so: a cache has no business holding root privileges.
-        eprintln!("larder: warning: running as root; pass -u <user> to drop privileges");
         return Ok(());
     };
-    let name = std::ffi::CString::new(user.as_str()).map_err(|_| "larder: bad user name".to_string())?;
-    // SAFETY: getpwnam returns a pointer to static storage or null; we read
-    // it before any other call that could overwrite it.
+    let (uid, gid) = lookup_user(user).ok_or_else(|| format!("can't find the user {user} to switch to"))?;
+    // SAFETY: plain syscalls on values we own; each result is checked.
     unsafe {
-        let pw = libc::getpwnam(name.as_ptr());
-        if pw.is_null() {
-            return Err(format!("can't find the user {user} to switch to"));
+        // EPERM: already without the privilege to change groups; memcached
+        // goes on in that case.
+        if libc::setgroups(0, std::ptr::null()) != 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EPERM) {
+            return Err(format!("failed to drop supplementary groups: {}", std::io::Error::last_os_error()));
         }
-        let (uid, gid) = ((*pw).pw_uid, (*pw).pw_gid);
-        if uid == 0 {
-            return Ok(());
-        }
-        if libc::setgroups(0, std::ptr::null()) != 0 || libc::setgid(gid) != 0 || libc::setuid(uid) != 0 {
+        if libc::setgid(gid) != 0 || libc::setuid(uid) != 0 {
             return Err(format!("failed to assume identity of user {user}"));
         }
     }
@@ -216,6 +263,7 @@ fn block_signals() -> libc::sigset_t {
         libc::sigaddset(&mut set, libc::SIGTERM);
         libc::sigaddset(&mut set, libc::SIGINT);
         libc::sigaddset(&mut set, libc::SIGUSR1);
+        libc::sigaddset(&mut set, libc::SIGHUP);
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
         // A client vanishing mid-write must not kill the server.
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);

@@ -218,6 +218,7 @@ fn unix_socket_serves_and_is_removed_on_exit() {
     let path_s = path.to_str().unwrap().to_string();
     let mut child = std::process::Command::new(common::binary())
         .args(["-s", &path_s, "-a", "700"])
+        .args(common::user_args())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -315,4 +316,22 @@ fn many_connections_many_threads_consistent_values() {
     for h in handles {
         h.join().unwrap();
     }
+}
+
+/// As memcached: root without `-u` is refused (exit 64, memcached's
+/// message); `-u root` stays root on purpose; an unknown user is exit 67.
+#[test]
+fn root_needs_dash_u() {
+    if !common::running_as_root() {
+        return;
+    }
+    let port = common::free_port().to_string();
+    let out = std::process::Command::new(common::binary()).args(["-p", &port, "-U", "0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(64));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "can't run as root without the -u switch\n");
+    let out = std::process::Command::new(common::binary()).args(["-p", &port, "-U", "0", "-u", "no-such-user-here"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(67));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("can't find the user no-such-user-here to switch to"));
+    let l = Larder::start(&["-u", "root"]);
+    l.connect().expect(b"version\r\n", b"VERSION 1.6.18\r\n");
 }

@@ -202,6 +202,7 @@ fn snapshot_bytes(d: &Path) -> Vec<u8> {
 fn refuses_to_start(file: &Path) -> String {
     let out = Command::new(common::binary())
         .args(["-p", &common::free_port().to_string(), "-U", "0", "-m", "64", "-e", file.to_str().unwrap()])
+        .args(common::user_args())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

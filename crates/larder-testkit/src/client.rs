@@ -147,6 +147,19 @@ impl Client {
         }
     }
 
+    /// `-Y`'s handshake (a `set` whose value is `user pass`); whether the
+    /// server answered `STORED`. No panic: the launchers use it on a port
+    /// that may belong to someone else.
+    pub fn try_authenticate(&mut self, user: &str, pass: &str) -> bool {
+        let creds = format!("{user} {pass}");
+        let req = format!("set auth 0 0 {}\r\n{creds}\r\n", creds.len());
+        if self.reader.get_mut().write_all(req.as_bytes()).is_err() {
+            return false;
+        }
+        let mut l = String::new();
+        self.reader.read_line(&mut l).is_ok() && l == "STORED\r\n"
+    }
+
     /// Whether the server closed the connection (EOF within the timeout).
     pub fn is_closed(&mut self) -> bool {
         let mut buf = [0u8; 64];

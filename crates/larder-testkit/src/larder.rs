@@ -106,12 +106,28 @@ impl Larder {
     /// `capture_stderr`: a pipe (read by [`Larder::start_capturing_stderr`])
     /// instead of the test's stderr.
     fn spawn(args: &[&str], capture_stderr: bool) -> Larder {
+        Larder::spawn_auth(args, capture_stderr, None)
+    }
+
+    /// Starts larder with `-Y` (in `args`); the launcher authenticates as
+    /// `user`/`pass` to see that it is up. Connections the test opens start
+    /// unauthenticated.
+    pub fn start_with_auth(args: &[&str], user: &str, pass: &str) -> Larder {
+        Larder::spawn_auth(args, false, Some((user, pass)))
+    }
+
+    fn spawn_auth(args: &[&str], capture_stderr: bool, auth: launch::Credentials<'_>) -> Larder {
         let bin = larder_binary();
-        let (child, port) = launch::start_on_free_port("larder", |port| {
+        let (child, port) = launch::start_on_free_port_auth("larder", auth, |port| {
             let mut cmd = Command::new(&bin);
             cmd.args(["-p", &port.to_string()]);
             if !args.contains(&"-U") {
                 cmd.args(["-U", "0"]);
+            }
+            // Root needs -u (see `launch::user_args`); a test that passes
+            // its own -u gets exactly its flags.
+            if !args.contains(&"-u") {
+                cmd.args(launch::user_args());
             }
             cmd.args(args).stdin(Stdio::null()).stdout(Stdio::null());
             cmd.stderr(if capture_stderr { Stdio::piped() } else { Stdio::inherit() });

@@ -32,14 +32,19 @@ const TRIES: usize = 10;
 /// How long one start may take to answer.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Credentials a server started with `-Y` wants before it answers `stats`.
+pub type Credentials<'a> = Option<(&'a str, &'a str)>;
+
 /// Spawns `command(port)` on free ports until the child answers `stats` on
 /// its port with its own pid; returns it and the port. `what` names the
-/// server in the panic message when no try succeeds.
-pub(crate) fn start_on_free_port(what: &str, mut command: impl FnMut(u16) -> Command) -> (Child, u16) {
+/// server in the panic message when no try succeeds. With `auth`, the
+/// launcher authenticates first (`-Y`: an unauthenticated `stats` is
+/// refused).
+pub(crate) fn start_on_free_port_auth(what: &str, auth: Credentials<'_>, mut command: impl FnMut(u16) -> Command) -> (Child, u16) {
     for _ in 0..TRIES {
         let port = free_port();
         let mut child = command(port).spawn().unwrap_or_else(|e| panic!("start {what}: {e}"));
-        if answers_as(&mut child, port) {
+        if answers_as(&mut child, port, auth) {
             return (child, port);
         }
         let _ = child.kill();
@@ -50,7 +55,7 @@ pub(crate) fn start_on_free_port(what: &str, mut command: impl FnMut(u16) -> Com
 
 /// Whether `child` answers on `port` (false: it exited, took too long, or
 /// someone else's server answers there).
-pub(crate) fn answers_as(child: &mut Child, port: u16) -> bool {
+pub(crate) fn answers_as(child: &mut Child, port: u16, auth: Credentials<'_>) -> bool {
     let deadline = Instant::now() + START_TIMEOUT;
     while Instant::now() < deadline {
         if child.try_wait().ok().flatten().is_some() {
@@ -59,6 +64,11 @@ pub(crate) fn answers_as(child: &mut Child, port: u16) -> bool {
         if let Ok(s) = TcpStream::connect(("127.0.0.1", port)) {
             let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
             let mut c = Client { reader: std::io::BufReader::new(s) };
+            if let Some((user, pass)) = auth {
+                if !c.try_authenticate(user, pass) {
+                    return false;
+                }
+            }
             return c.try_pid() == Some(u64::from(child.id()));
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -70,6 +80,25 @@ pub(crate) fn answers_as(child: &mut Child, port: u16) -> bool {
 pub(crate) fn kill(child: &mut Child) {
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// Whether the tests run as root (effective uid 0; the owner of
+/// `/proc/self` is the process's effective uid, which spares the kit a libc
+/// dependency).
+pub fn running_as_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}
+
+/// `-u root` when running as root, else nothing. larder, like memcached,
+/// refuses to start as root without `-u`; tests and CI run as root, and
+/// `-u root` says "stay root, on purpose" to both.
+pub fn user_args() -> &'static [&'static str] {
+    if running_as_root() {
+        &["-u", "root"]
+    } else {
+        &[]
+    }
 }
 
 #[cfg(test)]
@@ -90,7 +119,7 @@ mod tests {
     fn a_child_that_exits_does_not_count_as_started() {
         let port = free_port();
         let mut child = Command::new("true").spawn().unwrap();
-        assert!(!answers_as(&mut child, port));
+        assert!(!answers_as(&mut child, port, None));
         kill(&mut child);
     }
 }

@@ -29,7 +29,7 @@ pub mod values;
 
 pub use client::Client;
 pub use larder::{find_larder_binary, larder_binary, Larder, Stderr};
-pub use launch::{free_port, free_ports};
+pub use launch::{free_port, free_ports, running_as_root, user_args};
 pub use memcached::Memcached;
 pub use policy::require_or_skip;
 pub use rng::{splitmix64, SplitMix64, XorShift64, XorShift64Star};

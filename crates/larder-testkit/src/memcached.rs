@@ -49,9 +49,22 @@ impl Memcached {
     /// As [`Memcached::start_or_skip`], for tests that cannot run at all
     /// without memcached: panics if it is missing.
     pub fn start(extra: &[&str]) -> Memcached {
+        Memcached::start_auth(extra, None)
+    }
+
+    /// As [`Memcached::start_or_skip`] for a memcached started with `-Y`
+    /// (in `extra`): the launcher authenticates as `user`/`pass`.
+    pub fn start_with_auth_or_skip(extra: &[&str], user: &str, pass: &str) -> Option<Memcached> {
+        let (bin, exists) = Memcached::binary();
+        let missing = format!("memcached at {} (set MEMCACHED_BIN to use another)", bin.display());
+        require_or_skip(exists.then_some(()), &missing, INSTALL)?;
+        Some(Memcached::start_auth(extra, Some((user, pass))))
+    }
+
+    fn start_auth(extra: &[&str], auth: launch::Credentials<'_>) -> Memcached {
         let (bin, exists) = Memcached::binary();
         assert!(exists, "no memcached at {}: {INSTALL}", bin.display());
-        let (child, port) = launch::start_on_free_port("memcached", |port| {
+        let (child, port) = launch::start_on_free_port_auth("memcached", auth, |port| {
             let mut cmd = Command::new(&bin);
             // -u root: memcached refuses to run as root without -u; as
             // another user it ignores the flag.

@@ -20,6 +20,10 @@
 //! counts against the `-R` allowance so other connections of the worker
 //! keep being served. Requests pipelined behind it run after its `END`.
 //!
+//! With `-Y`, a session starts unauthenticated: until the handshake
+//! (`wire::auth`) succeeds, every request goes to it instead of the
+//! protocol front ends, so no command of any protocol reaches an executor.
+//!
 //! `watch` ends the session: once the logger accepts the watcher, the
 //! worker hands the socket to the logger thread ([`Status::Watch`]; see
 //! `trace/watch.rs`) and anything pipelined behind the command is dropped, as
@@ -28,6 +32,7 @@
 use crate::exec::output::Output;
 use crate::state::budget::ConnBudget;
 use crate::exec::{After, Ctx};
+use crate::wire::auth::{self, AuthStep, Outcome};
 use crate::wire::binary::{self as binwire, BinStep};
 use crate::wire::text::{execute, triage, Step};
 use crate::net::registry::{ConnInfo, ConnState};
@@ -118,6 +123,8 @@ pub struct Session {
     pub close_reason: CloseReason,
     /// `watch` accepted: the connection now belongs to the logger.
     watch: Option<Reserved>,
+    /// Passed `-Y`'s handshake (always true without `-Y`).
+    authenticated: bool,
 }
 
 /// Segments walked per metadump step (one hold of a shard lock).
@@ -132,7 +139,8 @@ struct Dump {
 }
 
 impl Session {
-    pub fn new(stream: Stream, info: Arc<ConnInfo>, now: Time, budget: Arc<ConnBudget>) -> Session {
+    /// `authenticated`: false when the server requires `-Y`'s handshake.
+    pub fn new(stream: Stream, info: Arc<ConnInfo>, now: Time, budget: Arc<ConnBudget>, authenticated: bool) -> Session {
         Session {
             stream,
             info,
@@ -154,6 +162,7 @@ impl Session {
             dump: None,
             close_reason: CloseReason::Error,
             watch: None,
+            authenticated,
         }
     }
 
@@ -461,6 +470,36 @@ impl Session {
             // What the next request may produce before it pauses.
             self.out.pause_at = self.wstart + WRITE_HIGH_WATER;
             let buf = &self.rbuf[self.rstart..self.rend];
+            if !self.authenticated {
+                // The one gate before any protocol: see `wire::auth`.
+                let check = |user: &[u8], pass: &[u8]| srv.auth.as_ref().is_some_and(|c| c.check(user, pass));
+                match auth::handshake(buf, check) {
+                    AuthStep::Wait => break,
+                    AuthStep::Close => {
+                        self.closing = true;
+                        break;
+                    }
+                    AuthStep::Answered { consumed, outcome } => {
+                        *allowance -= 1;
+                        if !self.out.start_response() {
+                            self.overflow();
+                            break;
+                        }
+                        self.served += 1;
+                        self.rstart += consumed;
+                        // memcached counts attempts, not refused requests.
+                        if matches!(outcome, Outcome::Authenticated | Outcome::Failed) {
+                            bump(&ws.auth_cmds, 1);
+                        }
+                        if outcome == Outcome::Failed {
+                            bump(&ws.auth_errors, 1);
+                        }
+                        self.authenticated = outcome == Outcome::Authenticated;
+                        larder_proto::reply::line(&mut self.out.buf, outcome.reply());
+                        continue;
+                    }
+                }
+            }
             if self.wire == Wire::Undecided {
                 self.wire = match srv.settings.protocol {
                     Protocol::Ascii => Wire::Text,

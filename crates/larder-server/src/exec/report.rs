@@ -284,8 +284,8 @@ fn general(srv: &Server, s: &mut Snapshot) {
     s.u64("touch_misses", t.touch_misses);
     s.u64("store_too_large", t.store_too_large);
     s.u64("store_no_memory", t.store_no_memory);
-    s.u64("auth_cmds", 0);
-    s.u64("auth_errors", 0);
+    s.u64("auth_cmds", t.auth_cmds);
+    s.u64("auth_errors", t.auth_errors);
     if srv.settings.idle_timeout > 0 {
         s.u64("idle_kicks", t.idle_kicks);
     }
@@ -411,7 +411,8 @@ fn settings(srv: &Server, out: &mut Snapshot) {
     out.u64("tcp_backlog", s.backlog as u64);
     out.str("binding_protocol", s.protocol.stats_name());
     out.str("auth_enabled_sasl", "no");
-    out.str("auth_enabled_ascii", "no");
+    // memcached names the file here (not "yes").
+    out.str("auth_enabled_ascii", srv.auth.as_ref().map_or("no", |c| c.path()));
     out.u64("item_size_max", s.item_size_max as u64);
     out.str("maxconns_fast", yes_no(s.maxconns_fast));
     out.str("flush_enabled", yes_no(s.flush_enabled));

@@ -21,6 +21,9 @@ pub struct Settings {
     pub listen: Vec<String>,
     pub daemonize: bool,
     pub user: Option<String>,
+    /// `-Y`: the authfile; connections must authenticate before any
+    /// command (`state::authfile`, `wire::auth`).
+    pub auth_file: Option<String>,
     pub memory_limit: usize,
     pub evictions: bool,
     pub max_connections: usize,
@@ -146,6 +149,7 @@ impl Default for Settings {
             listen: Vec::new(),
             daemonize: false,
             user: None,
+            auth_file: None,
             memory_limit: 64 << 20,
             evictions: true,
             max_connections: 1024,
@@ -251,6 +255,7 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, Us
     let args: Vec<String> = args.into_iter().collect();
     let mut s = Settings::default();
     let (mut tcp_specified, mut udp_specified) = (false, false);
+    let mut protocol_specified = false;
     let mut help = false;
     let mut version = false;
     let mut i = 0;
@@ -360,6 +365,7 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, Us
                     s.backlog = v.parse().map_err(|_| UsageError(format!("larder: bad -b value '{v}'")))?
                 }
                 'B' => {
+                    protocol_specified = true;
                     s.protocol = match v {
                         "auto" => Protocol::Auto,
                         "ascii" => Protocol::Ascii,
@@ -381,7 +387,7 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, Us
                 }
                 'o' => parse_extended(v, &mut s)?,
                 'S' => return err("larder: -S (SASL authentication) is not supported"),
-                'Y' => return err("larder: -Y (ASCII authentication) is not supported yet"),
+                'Y' => s.auth_file = Some(v.to_string()),
                 'Z' => return err("larder: -Z (TLS) is not supported"),
                 'e' => {
                     if v.is_empty() {
@@ -409,6 +415,20 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, Us
     // memcached: `-U` without `-p` puts TCP on the UDP port too.
     if udp_specified && s.udp_port != 0 && !tcp_specified {
         s.port = s.udp_port;
+    }
+    if s.auth_file.is_some() {
+        // memcached: -Y speaks ASCII only. Without -B the binding protocol
+        // becomes ascii (so a binary-looking first byte is just a bad text
+        // command); -B binary or -B auto is refused, as is UDP, which has
+        // no connection to authenticate.
+        if !protocol_specified {
+            s.protocol = Protocol::Ascii;
+        } else if s.protocol != Protocol::Ascii {
+            return err("ERROR: You cannot allow the BINARY protocol while using ascii authentication tokens.");
+        }
+        if s.udp_port != 0 {
+            return err("Cannot use UDP with ascii authentication enabled (-U 0 to disable)");
+        }
     }
     validate(&s)?;
     Ok(Command::Run(s))
@@ -617,6 +637,8 @@ pub fn help_text() -> String {
 -R, --max-reqs-per-event  maximum number of requests per event (default: 20)
 -C, --disable-cas         disable use of CAS
 -b, --listen-backlog=<num> set the backlog queue limit (default: 1024)
+-Y, --auth-file=<file>    require ASCII authentication with the user:password
+                          lines of <file> (forces -B ascii; no UDP)
 -B, --protocol=<name>     protocol - one of ascii, binary, or auto (default: auto-negotiate)
 -I, --max-item-size=<num> adjusts max item size
                           (default: 1m, min: 1k, max: 1024m)
@@ -751,6 +773,16 @@ mod tests {
         assert!(e.0.contains("-S"), "{}", e.0);
         let e = run(&["-o", "ext_path=/tmp/x:64m"]).unwrap_err();
         assert!(e.0.contains("ext_path"), "{}", e.0);
+    }
+
+    #[test]
+    fn auth_file_speaks_ascii_only() {
+        let s = run(&["-Y", "/x"]).unwrap();
+        assert_eq!((s.auth_file.as_deref(), s.protocol), (Some("/x"), Protocol::Ascii));
+        assert_eq!(run(&["-Y", "/x", "-B", "ascii"]).unwrap().protocol, Protocol::Ascii);
+        for bad in [&["-Y", "/x", "-B", "binary"][..], &["-Y", "/x", "-B", "auto"], &["-Y", "/x", "-U", "11211"]] {
+            assert!(run(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

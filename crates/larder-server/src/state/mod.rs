@@ -3,8 +3,10 @@
 //! aggregate (store, clock, counters, observer, watch logger, grace
 //! winners, connection registry), the [`clock`], the request [`stats`] and
 //! grace mode's winner table ([`grace`]), the connection-memory budget
-//! ([`budget`]) and the warm restart's snapshot file ([`persist`]).
+//! ([`budget`]), the warm restart's snapshot file ([`persist`]) and
+//! `-Y`'s credentials ([`authfile`]).
 
+pub mod authfile;
 pub mod budget;
 pub mod clock;
 pub mod config;

@@ -100,6 +100,8 @@ pub struct Server {
     pub log: std::sync::Arc<crate::trace::watch::Logger>,
     /// What the warm restart (`-e`) loaded at start-up.
     pub restart: crate::state::persist::RestartStats,
+    /// `-Y`: the credentials connections must present before any command.
+    pub auth: Option<crate::state::authfile::Credentials>,
     verbosity: AtomicU32,
     stopping: AtomicBool,
     /// With `-C`: the second of the last immediate `flush_all` (0 = none).
@@ -144,6 +146,7 @@ impl Server {
             winners: crate::state::grace::Winners::new(),
             observer,
             restart: Default::default(),
+            auth: None,
             stopping: AtomicBool::new(false),
             nocas_flush_second: AtomicU32::new(0),
             store_baseline: Mutex::new(larder_store::Stats::default()),

@@ -6,7 +6,10 @@
 //!   which arrive on the same connections).
 //! * [`meta`]: `mg ms md ma mn me`.
 //! * [`binary`]: the binary protocol.
+//! * [`auth`]: `-Y`'s handshake, all a connection may say before it has
+//!   authenticated.
 
+pub mod auth;
 pub mod binary;
 pub mod meta;
 pub mod text;

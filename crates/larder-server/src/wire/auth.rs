@@ -1,0 +1,213 @@
+//! `-Y`: the ASCII authentication handshake, what a connection may say
+//! before it has authenticated.
+//!
+//! memcached (proto_text.c) reads an unauthenticated connection with its
+//! own small reader, not the command parser, and larder follows it byte for
+//! byte:
+//!
+//! * a line (ended by `\n`; the `\r` is optional) whose first word is `set`
+//!   and whose fifth word is a number announces a data block of that many
+//!   bytes plus `\r\n`; key, flags and exptime are not looked at, `noreply`
+//!   is not honoured;
+//! * the block `<user> <password>` (more words are ignored) is answered
+//!   `STORED` when it matches the authfile, and the connection is then an
+//!   ordinary one; otherwise `CLIENT_ERROR authentication failure`. Both
+//!   count in `auth_cmds`, the failure also in `auth_errors`;
+//! * a block not ended by `\r\n` gets `CLIENT_ERROR bad command line
+//!   termination`, one with fewer than two words `CLIENT_ERROR bad
+//!   authentication token format` (neither is counted);
+//! * any other line — every command, text or meta, including `quit` — gets
+//!   `CLIENT_ERROR unauthenticated` and the connection stays open;
+//! * more than 2048 bytes without a newline closes the connection, and so
+//!   does a block larger than memcached's 16 KiB read buffer (memcached
+//!   closes once that buffer is full; larder as soon as the size is read,
+//!   without buffering any of it). Either way nothing is answered.
+//!
+//! One deliberate difference: memcached reuses one reply slot while
+//! unauthenticated, so of several requests pipelined in one read only the
+//! last reply is sent. larder answers every request.
+
+/// memcached's limit on a line without a newline before it gives up.
+const LINE_MAX: usize = 2048;
+/// memcached's read buffer (`READ_BUFFER_SIZE`), which the data block and
+/// its `\r\n` must fit in.
+const BLOCK_MAX: usize = 16 * 1024;
+
+pub const UNAUTHENTICATED: &str = "CLIENT_ERROR unauthenticated";
+pub const FAILURE: &str = "CLIENT_ERROR authentication failure";
+pub const BAD_TERMINATION: &str = "CLIENT_ERROR bad command line termination";
+pub const BAD_FORMAT: &str = "CLIENT_ERROR bad authentication token format";
+pub const STORED: &str = "STORED";
+
+/// What to do with the bytes at the front of an unauthenticated buffer.
+#[derive(Debug, PartialEq, Eq)]
+pub enum AuthStep {
+    /// Not a whole request yet.
+    Wait,
+    /// Hostile or broken: close without a reply.
+    Close,
+    /// Drop `consumed` bytes and answer.
+    Answered { consumed: usize, outcome: Outcome },
+}
+
+/// How a request of an unauthenticated connection ended.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub enum Outcome {
+    /// The credentials matched: the connection is now an ordinary one.
+    Authenticated,
+    /// An attempt with wrong credentials (`auth_errors`).
+    Failed,
+    /// Not an attempt: any other command, or a malformed block; the reply.
+    Refused(&'static str),
+}
+
+impl Outcome {
+    pub fn reply(self) -> &'static str {
+        match self {
+            Outcome::Authenticated => STORED,
+            Outcome::Failed => FAILURE,
+            Outcome::Refused(line) => line,
+        }
+    }
+}
+
+/// Read one request from `buf` (the unprocessed input of a connection that
+/// has not authenticated), check credentials with `check`.
+pub fn handshake(buf: &[u8], check: impl FnOnce(&[u8], &[u8]) -> bool) -> AuthStep {
+    if buf.len() < 2 {
+        return AuthStep::Wait;
+    }
+    let Some(nl) = buf.iter().position(|&b| b == b'\n') else {
+        return if buf.len() > LINE_MAX { AuthStep::Close } else { AuthStep::Wait };
+    };
+    let line_len = nl + 1;
+    let line = words(&buf[..nl]);
+    let size = match (line.first(), line.get(4)) {
+        (Some(&b"set"), Some(n)) => c_strtoul(n),
+        _ => None,
+    };
+    let Some(size) = size else {
+        return AuthStep::Answered { consumed: line_len, outcome: Outcome::Refused(UNAUTHENTICATED) };
+    };
+    let block = size as usize + 2;
+    if block > BLOCK_MAX {
+        return AuthStep::Close;
+    }
+    if buf.len() < line_len + block {
+        return AuthStep::Wait;
+    }
+    let consumed = line_len + block;
+    let data = &buf[line_len..consumed];
+    let answer = |outcome| AuthStep::Answered { consumed, outcome };
+    if &data[size as usize..] != b"\r\n" {
+        return answer(Outcome::Refused(BAD_TERMINATION));
+    }
+    match words(&data[..size as usize])[..] {
+        [user, pass, ..] if check(user, pass) => answer(Outcome::Authenticated),
+        [_, _, ..] => answer(Outcome::Failed),
+        _ => answer(Outcome::Refused(BAD_FORMAT)),
+    }
+}
+
+/// memcached's tokenizer: words separated by spaces (only spaces), the
+/// input read as a C string (a NUL ends it). At most 5 words are needed.
+fn words(s: &[u8]) -> Vec<&[u8]> {
+    let s = s.split(|&b| b == 0).next().unwrap_or(&[]);
+    s.split(|&b| b == b' ').filter(|w| !w.is_empty()).take(5).collect()
+}
+
+/// C's `isspace`.
+fn c_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+}
+
+/// memcached's `safe_strtoul` on a 64-bit system: `strtoul` (leading
+/// spaces, a sign, decimal digits, refused on overflow), followed by a space
+/// or the end; a negative number is refused when it wraps to a large one;
+/// the result is then cut to 32 bits (so `4294967303` reads as 7).
+fn c_strtoul(w: &[u8]) -> Option<u32> {
+    let mut i = w.iter().take_while(|&&b| c_space(b)).count();
+    let negative = match w.get(i) {
+        Some(b'-') => {
+            i += 1;
+            true
+        }
+        Some(b'+') => {
+            i += 1;
+            false
+        }
+        _ => false,
+    };
+    let digits = w[i..].iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &d in &w[i..i + digits] {
+        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    match w.get(i + digits) {
+        None => {}
+        Some(&b) if c_space(b) => {}
+        Some(_) => return None,
+    }
+    if negative {
+        v = v.wrapping_neg();
+        if (v as i64) < 0 {
+            return None;
+        }
+    }
+    Some(v as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(buf: &[u8]) -> AuthStep {
+        handshake(buf, |u, p| u == b"foo" && p == b"bar")
+    }
+
+    fn answered(buf: &[u8], reply: &'static str, authenticated: bool) {
+        let AuthStep::Answered { consumed, outcome } = run(buf) else { panic!("{buf:?}: not answered") };
+        assert_eq!((consumed, outcome.reply(), outcome == Outcome::Authenticated), (buf.len(), reply, authenticated), "{buf:?}");
+    }
+
+    // The replies below are memcached 1.6.18's for the same bytes.
+    #[test]
+    fn replies_like_memcached() {
+        answered(b"set foo 0 0 7\r\nfoo bar\r\n", STORED, true);
+        answered(b"set k 0 0 7\nfoo bar\r\n", STORED, true);
+        answered(b"set a b c 7 noreply\r\nfoo bar\r\n", STORED, true);
+        answered(b"set k 0 0 4294967303\r\nfoo bar\r\n", STORED, true);
+        answered(b"set k 0 0 11\r\nfoo bar baz\r\n", STORED, true);
+        answered(b"set foo 0 0 7\r\nfoo bab\r\n", FAILURE, false);
+        answered(b"set foo 0 0 3\r\nfoo\r\n", BAD_FORMAT, false);
+        answered(b"set k 0 0 7\r\nfoo\0bar\r\n", BAD_FORMAT, false);
+        answered(b"set foo 0 0 3\r\nfooXY", BAD_TERMINATION, false);
+        for line in [&b"get foo\r\n"[..], b"mn\r\n", b"quit\r\n", b"\r\n", b"set\r\n", b"set k 0 0 -1\r\n", b"SET k 0 0 1\r\n"] {
+            answered(line, UNAUTHENTICATED, false);
+        }
+    }
+
+    #[test]
+    fn waits_and_closes() {
+        assert_eq!(run(b"s"), AuthStep::Wait);
+        assert_eq!(run(b"set k 0 0 7\r\nfoo"), AuthStep::Wait);
+        assert_eq!(run(&[b'x'; 2048]), AuthStep::Wait);
+        assert_eq!(run(&[b'x'; 2049]), AuthStep::Close);
+        assert_eq!(run(b"set k 0 0 100000\r\n"), AuthStep::Close);
+        assert_eq!(run(b"set k 0 0 16382\r\n"), AuthStep::Wait);
+    }
+
+    #[test]
+    fn strtoul() {
+        assert_eq!(c_strtoul(b"7\r"), Some(7));
+        assert_eq!(c_strtoul(b"+7"), Some(7));
+        assert_eq!(c_strtoul(b"-0"), Some(0));
+        assert_eq!(c_strtoul(b"-1"), None);
+        assert_eq!(c_strtoul(b"7x"), None);
+        assert_eq!(c_strtoul(b"\r"), None);
+        assert_eq!(c_strtoul(b"99999999999999999999"), None);
+    }
+}
