@@ -228,6 +228,10 @@ fn page_is_html_and_self_contained() {
     assert!(jhead.contains("Content-Type: text/javascript"), "{jhead}");
     let (chead, css) = get(mport, "/dashboard.css");
     assert!(chead.contains("Content-Type: text/css"), "{chead}");
+    // The icon is linked and served (no /favicon.ico 404 in the console).
+    assert!(body.contains("href=\"/favicon.svg\""));
+    let (ihead, icon) = get(mport, "/favicon.svg");
+    assert!(ihead.contains("Content-Type: image/svg+xml") && icon.starts_with("<svg"), "{ihead}");
     for (name, text) in [("index.html", &body), ("dashboard.js", &js), ("dashboard.css", &css)] {
         for bad in ["http://", "https://", "src=\"//", "href=\"//", "url(", "@import", "@font-face"] {
             assert!(!text.contains(bad), "{name} refers to something outside the server: {bad}");

@@ -42,6 +42,9 @@ use larder_observe::prefix::PrefixName;
 pub const INDEX_HTML: &str = include_str!("dashboard/index.html");
 pub const DASHBOARD_JS: &str = include_str!("dashboard/dashboard.js");
 pub const DASHBOARD_CSS: &str = include_str!("dashboard/dashboard.css");
+/// The page's icon (linked from the page, so browsers do not ask for a
+/// `/favicon.ico` that would 404 in their console).
+pub const FAVICON_SVG: &str = include_str!("dashboard/favicon.svg");
 
 /// Prefix rows sent (the largest by bytes; the rest are summed in `other`
 /// by the accounting itself once it runs out of rows).

@@ -97,6 +97,7 @@ fn route(srv: &Server, history: &History, method: &str, path: &str) -> Vec<u8> {
         "/" | "/index.html" => ("text/html; charset=utf-8", dashboard::INDEX_HTML.as_bytes().into()),
         "/dashboard.js" => ("text/javascript; charset=utf-8", dashboard::DASHBOARD_JS.as_bytes().into()),
         "/dashboard.css" => ("text/css; charset=utf-8", dashboard::DASHBOARD_CSS.as_bytes().into()),
+        "/favicon.svg" => ("image/svg+xml", dashboard::FAVICON_SVG.as_bytes().into()),
         "/api/v1/summary" => (JSON, dashboard::summary_json(srv, history).into_bytes().into()),
         "/api/v1/prefixes" => (JSON, dashboard::prefixes_json(srv).into_bytes().into()),
         "/api/v1/keys" => (JSON, dashboard::keys_json(srv).into_bytes().into()),
