@@ -242,7 +242,7 @@ def _rows(d, table_id):
         table_id)
 
 
-def test_dashboard_in_a_browser(loaded, browser):
+def test_dashboard_in_a_browser(browser, loaded):  # the browser first: missing, it fails fast
     srv, mport = loaded
     d = browser
     t0 = time.monotonic()
