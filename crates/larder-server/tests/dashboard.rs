@@ -1,6 +1,7 @@
 //! The dashboard (issue 15) on the admin listener: `GET /` is a
-//! self-contained page (no external URL), `/api/stats` is JSON whose figures
-//! match `stats`, `/api/history` grows (the ring's cap is checked by the
+//! self-contained page (no external URL) that uses only the versioned API,
+//! `/api/v1/summary`, `/prefixes` and `/keys` are JSON whose figures match
+//! `stats`, each stating `api_version` 1, `/api/v1/history` grows (the ring's cap is checked by the
 //! unit tests in `admin/history.rs`: 450 samples at 2 s would take 15
 //! minutes here), and a hostile key comes out escaped.
 
@@ -227,6 +228,10 @@ fn page_is_html_and_self_contained() {
     assert!(jhead.contains("Content-Type: text/javascript"), "{jhead}");
     let (chead, css) = get(mport, "/dashboard.css");
     assert!(chead.contains("Content-Type: text/css"), "{chead}");
+    // The icon is linked and served (no /favicon.ico 404 in the console).
+    assert!(body.contains("href=\"/favicon.svg\""));
+    let (ihead, icon) = get(mport, "/favicon.svg");
+    assert!(ihead.contains("Content-Type: image/svg+xml") && icon.starts_with("<svg"), "{ihead}");
     for (name, text) in [("index.html", &body), ("dashboard.js", &js), ("dashboard.css", &css)] {
         for bad in ["http://", "https://", "src=\"//", "href=\"//", "url(", "@import", "@font-face"] {
             assert!(!text.contains(bad), "{name} refers to something outside the server: {bad}");
@@ -235,11 +240,22 @@ fn page_is_html_and_self_contained() {
     // Keys reach the page as text only.
     assert!(!js.contains(".innerHTML") && !js.contains("outerHTML") && !js.contains("insertAdjacentHTML"));
     assert!(!js.contains("eval("));
-    // The old endpoints still answer; unknown paths are 404; bounds kept.
+    // The page uses the v1 API only; the unversioned paths are gone.
+    for path in ["/api/v1/summary", "/api/v1/prefixes", "/api/v1/keys", "/api/v1/history"] {
+        assert!(js.contains(&format!("\"{path}\"")), "dashboard.js does not use {path}");
+        let (h, b) = get(mport, path);
+        assert!(h.starts_with("HTTP/1.1 200 OK") && h.contains("Content-Type: application/json"), "{path}: {h}");
+        assert_eq!(parse_json(&b).get("api_version").num(), 1.0, "{path}");
+    }
+    assert!(!js.contains("\"/api/stats\"") && !js.contains("\"/api/history\""));
+    for gone in ["/api/stats", "/api/history", "/api/v1", "/api/v1/", "/api/v2/summary"] {
+        assert!(get(mport, gone).0.starts_with("HTTP/1.1 404"), "{gone}");
+    }
+    // Prometheus still answers; unknown paths are 404; bounds kept.
     assert!(get(mport, "/metrics").0.starts_with("HTTP/1.1 200 OK"));
     assert!(get(mport, "/nope").0.starts_with("HTTP/1.1 404"));
     let mut s = TcpStream::connect(("127.0.0.1", mport)).unwrap();
-    let huge = format!("GET /api/stats HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(20_000));
+    let huge = format!("GET /api/v1/summary HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(20_000));
     let _ = s.write_all(huge.as_bytes());
     let mut out = String::new();
     let _ = s.read_to_string(&mut out);
@@ -247,7 +263,7 @@ fn page_is_html_and_self_contained() {
 }
 
 #[test]
-fn api_stats_matches_stats_and_escapes_keys() {
+fn api_v1_matches_stats_and_escapes_keys() {
     let (l, mport) = start_with_admin(&[]);
     let mut c = l.connect();
     for i in 0..50 {
@@ -267,10 +283,15 @@ fn api_stats_matches_stats_and_escapes_keys() {
         c.roundtrip(format!("get user:{} nope:{i}\r\n", i % 60).as_bytes(), b"END\r\n");
     }
 
-    let (head, body) = get(mport, "/api/stats");
+    let (head, body) = get(mport, "/api/v1/summary");
     assert!(head.contains("Content-Type: application/json"), "{head}");
     let stats: BTreeMap<String, String> = c.stats("").into_iter().chain(c.stats("larder")).collect();
     let d = parse_json(&body);
+    assert_eq!(d.get("api_version").num(), 1.0);
+    // The summary holds no lists; they have endpoints of their own.
+    for list in ["prefixes", "bigkeys", "hotkeys"] {
+        assert!(!matches!(&d, J::Obj(m) if m.contains_key(list)), "summary has {list}");
+    }
     let s = d.get("stats");
     for name in ["get_hits", "get_misses", "cmd_get", "cmd_set", "curr_items", "bytes", "total_items", "limit_maxbytes", "larder_segments_used", "larder_index_slots"] {
         assert_eq!(s.get(name).num(), stats[name].parse::<f64>().unwrap(), "{name}");
@@ -283,7 +304,16 @@ fn api_stats_matches_stats_and_escapes_keys() {
     assert!(d.get("latency_us").get("count").num() >= 100.0);
 
     // Per prefix.
-    let prefixes = d.get("prefixes").arr();
+    let (_, pbody) = get(mport, "/api/v1/prefixes");
+    let p = parse_json(&pbody);
+    assert_eq!(p.get("api_version").num(), 1.0);
+    assert_eq!(p.get("prefix_delimiter").str(), ":");
+    assert!(p.get("prefixes_total").num() >= 2.0);
+    let prefixes = p.get("prefixes").arr();
+    // Largest first: the unprefixed hostile key (100 KB), sess (2000
+    // bytes), user (50 x 5).
+    let order: Vec<&str> = prefixes.iter().map(|p| p.get("prefix").str()).collect();
+    assert_eq!(order[..3], ["(no prefix)", "sess", "user"], "{order:?}");
     let user = prefixes.iter().find(|p| p.get("prefix").str() == "user").expect("prefix user");
     assert_eq!(user.get("items").num(), 50.0);
     assert_eq!(user.get("sets").num(), 50.0);
@@ -291,6 +321,9 @@ fn api_stats_matches_stats_and_escapes_keys() {
 
     // The hostile key: the raw bytes `</script>` never appear in the body;
     // decoded, the JSON gives back the key as `stats bigkeys` prints it.
+    let (_, body) = get(mport, "/api/v1/keys");
+    let d = parse_json(&body);
+    assert_eq!(d.get("api_version").num(), 1.0);
     assert!(!body.contains("</script>") && !body.contains("<img"), "unescaped key in {body}");
     assert!(body.contains("\\u003c/script\\u003e"));
     let big = d.get("bigkeys").arr();
@@ -311,7 +344,7 @@ fn api_stats_matches_stats_and_escapes_keys() {
 fn history_grows_every_two_seconds() {
     let (l, mport) = start_with_admin(&[]);
     let mut c = l.connect();
-    let h0 = parse_json(&get(mport, "/api/history").1);
+    let h0 = parse_json(&get(mport, "/api/v1/history").1);
     assert_eq!(h0.get("capacity").num(), 450.0);
     assert_eq!(h0.get("interval_ms").num(), 2000.0);
     assert_eq!(h0.get("heap_bytes").num(), 43_200.0);
@@ -325,21 +358,21 @@ fn history_grows_every_two_seconds() {
             c.expect(format!("set k{i} 0 0 1\r\nx\r\n").as_bytes(), b"STORED\r\n");
         }
         std::thread::sleep(Duration::from_millis(250));
-        let h = parse_json(&get(mport, "/api/history").1);
+        let h = parse_json(&get(mport, "/api/v1/history").1);
         let samples = h.get("samples").arr();
         n = samples.len();
         for s in samples {
             assert_eq!(s.arr().len(), fields);
         }
     }
-    let h = parse_json(&get(mport, "/api/history").1);
+    let h = parse_json(&get(mport, "/api/v1/history").1);
     let samples = h.get("samples").arr();
     let t: Vec<f64> = samples.iter().map(|s| s.arr()[0].num()).collect();
     assert!(t.windows(2).all(|w| w[1] > w[0]), "{t:?}");
     assert!(samples.len() <= 450);
-    // Some sets per second were seen, and /api/stats carries the newest.
+    // Some sets per second were seen, and /api/v1/summary carries the newest.
     let set_col = h.get("fields").arr().iter().position(|f| f.str() == "set_per_s").unwrap();
     assert!(samples.iter().any(|s| s.arr()[set_col].num() > 0.0));
-    let d = parse_json(&get(mport, "/api/stats").1);
+    let d = parse_json(&get(mport, "/api/v1/summary").1);
     assert!(d.get("latest").arr()[0].num() >= *t.last().unwrap());
 }

@@ -1,29 +1,35 @@
 //! The dashboard (issue 15): a page at `/` of the admin listener that a
-//! person opens in a browser, and the JSON it polls.
+//! person opens in a browser, and the versioned JSON API it polls.
 //!
 //! * `GET /` — the page (`dashboard/index.html`), with `/dashboard.css`
 //!   and `/dashboard.js`: embedded in the binary, no network at run time
 //!   (a Content-Security-Policy of `'self'` only says so to the browser).
-//! * `GET /api/stats` — the current figures (polled every second): every
-//!   numeric `stats` and `stats larder` figure from the same typed
+//! * `GET /api/v1/summary` — the current figures (polled every second):
+//!   every numeric `stats` and `stats larder` figure from the same typed
 //!   [`snapshot`] the text reply prints, memory by category against `-m`,
-//!   request latency percentiles since start, the top prefixes by bytes,
-//!   the big keys, the hot keys by requests and by bytes (with each key's
-//!   size and TTL, read with the store's side-effect-free `peek`), and the
-//!   newest history sample.
-//! * `GET /api/history` — the ring of [`super::history`] samples (fetched
+//!   request latency percentiles since start, and the newest history sample.
+//! * `GET /api/v1/prefixes` — the top prefixes by bytes, with their traffic.
+//! * `GET /api/v1/keys` — the big keys, the hot keys by requests and by
+//!   bytes (with each key's size and TTL, read with the store's
+//!   side-effect-free `peek`).
+//! * `GET /api/v1/history` — the ring of [`super::history`] samples (fetched
 //!   once when the page opens; the page appends the newest sample of each
-//!   poll).
+//!   summary).
+//!
+//! The v1 contract (README, "Dashboard API"): within v1 fields may be
+//! added, never renamed, removed or given another meaning; each document
+//! carries `"api_version": 1`. A change that breaks it is `/api/v2/`.
 //!
 //! Keys go out percent-escaped as every `stats` listing prints them
 //! ([`larder_observe::escape::escape_key`]) and then JSON-escaped with
 //! `<`, `>`, `&` as `\u00XX`; the page only ever sets them as text
 //! (`textContent`), never as markup.
 //!
-//! Cost of a poll: two sweeps of the store's shard locks (as a `stats`),
-//! the prefix registry lock (not taken by workers on their fast path), the
-//! big-key list lock, each worker's hot-key lock for one merge of 2 x 256
-//! counters, and up to 20 `peek`s. Bounded whatever the traffic.
+//! Cost of a page refresh (the three documents): two sweeps of the store's
+//! shard locks (as a `stats`), the prefix registry lock (not taken by
+//! workers on their fast path), the big-key list lock, each worker's
+//! hot-key lock for one merge of 2 x 256 counters, and up to 20 `peek`s.
+//! Bounded whatever the traffic.
 
 use super::history::{History, FIELDS};
 use super::json::Json;
@@ -36,6 +42,9 @@ use larder_observe::prefix::PrefixName;
 pub const INDEX_HTML: &str = include_str!("dashboard/index.html");
 pub const DASHBOARD_JS: &str = include_str!("dashboard/dashboard.js");
 pub const DASHBOARD_CSS: &str = include_str!("dashboard/dashboard.css");
+/// The page's icon (linked from the page, so browsers do not ask for a
+/// `/favicon.ico` that would 404 in their console).
+pub const FAVICON_SVG: &str = include_str!("dashboard/favicon.svg");
 
 /// Prefix rows sent (the largest by bytes; the rest are summed in `other`
 /// by the accounting itself once it runs out of rows).
@@ -66,10 +75,19 @@ fn write_sample(j: &mut Json, s: &super::history::Sample) {
     j.end_arr();
 }
 
-/// `/api/history`.
+/// The version every `/api/v1/` document states in `api_version`.
+pub const API_VERSION: u64 = 1;
+
+fn begin(j: &mut Json) {
+    j.begin_obj();
+    j.u64("api_version", API_VERSION);
+    j.u64("now_ms", super::history::unix_ms());
+}
+
+/// `/api/v1/history`.
 pub fn history_json(history: &History) -> String {
     let mut j = Json::new();
-    j.begin_obj();
+    begin(&mut j);
     j.u64("interval_ms", super::history::INTERVAL.as_millis() as u64);
     j.u64("capacity", history.capacity() as u64);
     j.u64("heap_bytes", history.heap_bytes() as u64);
@@ -88,14 +106,12 @@ pub fn history_json(history: &History) -> String {
     j.finish()
 }
 
-/// `/api/stats`.
-pub fn stats_json(srv: &Server, history: &History) -> String {
+/// `/api/v1/summary`.
+pub fn summary_json(srv: &Server, history: &History) -> String {
     let now = srv.clock.now();
-    let unix_now = srv.clock.unix_now().max(0) as u64;
     let delim = srv.settings.prefix_delimiter;
     let mut j = Json::new();
-    j.begin_obj();
-    j.u64("now_ms", super::history::unix_ms());
+    begin(&mut j);
     j.bool("observe_enabled", srv.settings.observe.enabled);
     j.bool("grace_enabled", srv.settings.grace.enabled());
     j.str("prefix_delimiter", &escaped_key(&[delim]));
@@ -125,6 +141,23 @@ pub fn stats_json(srv: &Server, history: &History) -> String {
     }
     j.end_obj();
 
+    match history.latest() {
+        Some(s) => {
+            j.key_only("latest");
+            write_sample(&mut j, &s);
+        }
+        None => j.null("latest"),
+    }
+    j.end_obj();
+    j.finish()
+}
+
+/// `/api/v1/prefixes`.
+pub fn prefixes_json(srv: &Server) -> String {
+    let mut j = Json::new();
+    begin(&mut j);
+    j.bool("observe_enabled", srv.settings.observe.enabled);
+    j.str("prefix_delimiter", &escaped_key(&[srv.settings.prefix_delimiter]));
     let mut rows = srv.observer.prefixes.snapshot();
     rows.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(b.requests().cmp(&a.requests())));
     j.u64("prefixes_total", rows.len() as u64);
@@ -158,7 +191,17 @@ pub fn stats_json(srv: &Server, history: &History) -> String {
         j.end_obj();
     }
     j.end_arr();
+    j.end_obj();
+    j.finish()
+}
 
+/// `/api/v1/keys`.
+pub fn keys_json(srv: &Server) -> String {
+    let now = srv.clock.now();
+    let unix_now = srv.clock.unix_now().max(0) as u64;
+    let delim = srv.settings.prefix_delimiter;
+    let mut j = Json::new();
+    begin(&mut j);
     let prefix_of = |j: &mut Json, key: &[u8]| match key_prefix(key, delim) {
         Some(p) => j.str("prefix", &escaped_key(p)),
         None => j.null("prefix"),
@@ -205,14 +248,6 @@ pub fn stats_json(srv: &Server, history: &History) -> String {
         j.end_arr();
     }
     j.end_obj();
-
-    match history.latest() {
-        Some(s) => {
-            j.key_only("latest");
-            write_sample(&mut j, &s);
-        }
-        None => j.null("latest"),
-    }
     j.end_obj();
     j.finish()
 }

@@ -27,7 +27,7 @@ pub const INTERVAL: Duration = Duration::from_secs(2);
 /// Samples kept: 450 x 2 s = 15 minutes.
 pub const CAPACITY: usize = 450;
 
-/// The figures of a sample, in order (the names `/api/history` lists).
+/// The figures of a sample, in order (the names `/api/v1/history` lists).
 pub const FIELDS: [&str; 22] = [
     "get_per_s",
     "set_per_s",

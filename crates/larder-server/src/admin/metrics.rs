@@ -1,5 +1,5 @@
 //! The admin HTTP listener: Prometheus `GET /metrics` and the dashboard
-//! (`GET /`, `/api/stats`, `/api/history`: see [`super::dashboard`]), on
+//! (`GET /` and its JSON API under `/api/v1/`: see [`super::dashboard`]), on
 //! `-o metrics_port=N`, bound to `-o metrics_addr` (127.0.0.1 by default;
 //! off by default).
 //!
@@ -84,6 +84,8 @@ fn serve(srv: &Server, history: &History, mut s: TcpStream) {
     }
 }
 
+const JSON: &str = "application/json";
+
 /// The answer to `method path`.
 fn route(srv: &Server, history: &History, method: &str, path: &str) -> Vec<u8> {
     let head = method == "HEAD";
@@ -95,8 +97,11 @@ fn route(srv: &Server, history: &History, method: &str, path: &str) -> Vec<u8> {
         "/" | "/index.html" => ("text/html; charset=utf-8", dashboard::INDEX_HTML.as_bytes().into()),
         "/dashboard.js" => ("text/javascript; charset=utf-8", dashboard::DASHBOARD_JS.as_bytes().into()),
         "/dashboard.css" => ("text/css; charset=utf-8", dashboard::DASHBOARD_CSS.as_bytes().into()),
-        "/api/stats" => ("application/json", dashboard::stats_json(srv, history).into_bytes().into()),
-        "/api/history" => ("application/json", dashboard::history_json(history).into_bytes().into()),
+        "/favicon.svg" => ("image/svg+xml", dashboard::FAVICON_SVG.as_bytes().into()),
+        "/api/v1/summary" => (JSON, dashboard::summary_json(srv, history).into_bytes().into()),
+        "/api/v1/prefixes" => (JSON, dashboard::prefixes_json(srv).into_bytes().into()),
+        "/api/v1/keys" => (JSON, dashboard::keys_json(srv).into_bytes().into()),
+        "/api/v1/history" => (JSON, dashboard::history_json(history).into_bytes().into()),
         _ => return response("404 Not Found", "text/plain", b"not found: try / or /metrics\n", head),
     };
     response("200 OK", ctype, &body, head)

@@ -1,5 +1,5 @@
 //! The admin listener (`-o metrics_port`): Prometheus `/metrics` and the
-//! dashboard (`/`, `/api/stats`, `/api/history`) with its history sampler.
+//! dashboard (`/` and its versioned JSON API `/api/v1/...`) with its history sampler.
 
 pub mod dashboard;
 pub mod history;

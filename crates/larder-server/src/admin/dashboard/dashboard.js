@@ -1,6 +1,6 @@
-// larder dashboard: polls /api/stats every second, loads /api/history once,
-// draws hand-written canvas charts. No libraries, no network beyond this
-// server.
+// larder dashboard: polls /api/v1/summary, /api/v1/prefixes and /api/v1/keys
+// every second, loads /api/v1/history once, draws hand-written canvas charts.
+// No libraries, no network beyond this server.
 //
 // Safety: every server-supplied string (keys, prefixes, versions) reaches
 // the page through textContent only; nothing here assigns innerHTML.
@@ -226,7 +226,7 @@ const state = {
   fields: null,       // history field names, "unix_ms" first
   samples: [],        // [[unix_ms, ...]]
   capacity: 450,
-  last: null,         // previous /api/stats reply (for live rates)
+  last: null,         // previous poll, the three documents merged (for live rates)
   cur: null,
   failures: 0,
 };
@@ -240,7 +240,7 @@ async function getJson(path) {
 }
 
 async function loadHistory() {
-  const h = await getJson("/api/history");
+  const h = await getJson("/api/v1/history");
   state.fields = h.fields;
   state.samples = h.samples;
   state.capacity = h.capacity;
@@ -332,6 +332,12 @@ function chart(id, legendId, defs, opts) {
     values: d.values || seriesOf(d.field),
   }));
   lineChart($(id), times, series, opts);
+  // For tests and the curious: how many points the chart has drawn (in its
+  // time window, all series).
+  const t0 = times.length ? times[times.length - 1] - 15 * 60000 : 0;
+  let points = 0;
+  for (const s of series) s.values.forEach((v, i) => { if (v !== null && times[i] >= t0) points++; });
+  $(id).dataset.points = points;
   const fmt = (opts && opts.fmt) || fmtNum;
   legend(legendId, series.map(s => ({ name: s.name, color: s.color, value: fmt(last(s.values)) })));
 }
@@ -492,7 +498,11 @@ function render(d) {
 async function poll() {
   try {
     if (!state.fields) await loadHistory();
-    const d = await getJson("/api/stats");
+    // One merged object: the documents' top-level names do not collide
+    // (except now_ms, the same clock).
+    const [summary, prefixes, keys] = await Promise.all(
+      ["/api/v1/summary", "/api/v1/prefixes", "/api/v1/keys"].map(getJson));
+    const d = Object.assign({}, keys, prefixes, summary);
     state.last = state.cur;
     state.cur = d;
     addLatest(d.latest);
