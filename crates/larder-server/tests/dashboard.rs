@@ -19,6 +19,7 @@ fn start_with_admin(extra: &[&str]) -> (Larder, u16) {
     let (port, mport) = (ports[0], ports[1]);
     let child = Command::new(binary())
         .args(["-p", &port.to_string(), "-U", "0", "-o", &format!("metrics_port={mport}")])
+        .args(common::user_args())
         .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
