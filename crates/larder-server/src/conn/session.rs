@@ -226,6 +226,35 @@ impl Session {
         self.bufs = (0, 0);
     }
 
+    /// The request at the front is incomplete; `needed`: the bytes it needs
+    /// in all, when a data block is announced. Makes room for the block at
+    /// once (not step by step), or refuses it when the budget cannot hold
+    /// it: true when it was refused and processing goes on (its bytes are
+    /// swallowed as they come).
+    fn await_block(&mut self, needed: Option<usize>, budget: &ConnBudget, binary_request: bool) -> bool {
+        let Some(total) = needed else { return false };
+        if !self.input_fits(total, budget) {
+            self.refuse_input(total, budget, binary_request);
+            return true;
+        }
+        self.info.set_state(ConnState::Nread);
+        self.reserve_for(total);
+        false
+    }
+
+    /// After a request ran: whether the connection closes (`quit` or an
+    /// error memcached closes on; `quit` counts as a normal close).
+    fn closes_after(&mut self, after: &After, quit: bool) -> bool {
+        if *after != After::Close {
+            return false;
+        }
+        if quit {
+            self.close_reason = CloseReason::Normal;
+        }
+        self.closing = true;
+        true
+    }
+
     /// No reply may be begun (memcached's response objects ran out under
     /// `-o read_buf_mem_limit`): as memcached, drop the unsent replies and
     /// close the connection.
@@ -522,22 +551,13 @@ impl Session {
                         let quit = request.opcode.command() == binary::Command::Quit;
                         let after = binwire::execute(&mut cx, request, &mut self.out);
                         self.rstart += consumed;
-                        if after == After::Close {
-                            if quit {
-                                self.close_reason = CloseReason::Normal;
-                            }
-                            self.closing = true;
+                        if self.closes_after(&after, quit) {
                             break;
                         }
                     }
                     BinStep::Wait(needed) => {
-                        if let Some(total) = needed {
-                            if !self.input_fits(total, budget) {
-                                self.refuse_input(total, budget, true);
-                                continue;
-                            }
-                            self.info.set_state(ConnState::Nread);
-                            self.reserve_for(total);
+                        if self.await_block(needed, budget, true) {
+                            continue;
                         }
                         break;
                     }
@@ -598,24 +618,13 @@ impl Session {
                     self.resume = 0;
                     self.served += 1;
                     self.rstart += consumed;
-                    if after == After::Close {
-                        if quit {
-                            self.close_reason = CloseReason::Normal;
-                        }
-                        self.closing = true;
+                    if self.closes_after(&after, quit) {
                         break;
                     }
                 }
                 Step::Wait(needed) => {
-                    if let Some(total) = needed {
-                        if !self.input_fits(total, budget) {
-                            self.refuse_input(total, budget, false);
-                            continue;
-                        }
-                        // A data block is on its way: make room for all of it
-                        // once, instead of growing step by step.
-                        self.info.set_state(ConnState::Nread);
-                        self.reserve_for(total);
+                    if self.await_block(needed, budget, false) {
+                        continue;
                     }
                     break;
                 }
