@@ -177,6 +177,8 @@ pub fn start(p: Prepared, shutdown: Shutdown) -> Result<Running, String> {
                 .map_err(|e| format!("larder: cannot start worker thread: {e}"))?,
         );
     }
+    // Coalesced cold misses wake the workers that hold parked requests.
+    srv.coalescer.set_wakers(inboxes.iter().map(|i| i.waker()).collect());
     let acceptor = {
         let srv = srv.clone();
         let inboxes = inboxes.clone();

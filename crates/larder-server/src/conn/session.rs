@@ -20,6 +20,12 @@
 //! counts against the `-R` allowance so other connections of the worker
 //! keep being served. Requests pipelined behind it run after its `END`.
 //!
+//! A get parked by coalesced cold misses (`-o coalesce`, `state::coalesce`)
+//! stops the session where it stands, like a paused get: the request stays
+//! at the front of the read buffer (with the keys already answered in
+//! `resume`), nothing behind it runs, and the worker runs the session again
+//! once the request's ticket is released.
+//!
 //! With `-Y`, a session starts unauthenticated: until the handshake
 //! (`wire::auth`) succeeds, every request goes to it instead of the
 //! protocol front ends, so no command of any protocol reaches an executor.
@@ -31,7 +37,7 @@
 
 use crate::exec::output::Output;
 use crate::state::budget::ConnBudget;
-use crate::exec::{After, Ctx};
+use crate::exec::{After, Ctx, Parking};
 use crate::wire::auth::{self, AuthStep, Outcome};
 use crate::wire::binary::{self as binwire, BinStep};
 use crate::wire::text::{execute, triage, Step};
@@ -79,6 +85,10 @@ pub enum Status {
     Close,
     /// Became a watcher: hand the socket to the logger ([`Session::into_watcher`]).
     Watch,
+    /// Its front request is parked (`-o coalesce`, [`Session::ticket`]):
+    /// leave it until the ticket is released, then [`Session::unpark`] it
+    /// and run it again.
+    Parked,
 }
 
 pub struct Session {
@@ -125,6 +135,12 @@ pub struct Session {
     watch: Option<Reserved>,
     /// Passed `-Y`'s handshake (always true without `-Y`).
     authenticated: bool,
+    /// The request at the front of the read buffer waits for another
+    /// client's refill of a key (`-o coalesce`); nothing behind it runs.
+    ticket: Option<crate::state::coalesce::Ticket>,
+    /// That request was released and runs again: its first read answers
+    /// what it finds.
+    retry: bool,
 }
 
 /// Segments walked per metadump step (one hold of a shard lock).
@@ -163,6 +179,8 @@ impl Session {
             close_reason: CloseReason::Error,
             watch: None,
             authenticated,
+            ticket: None,
+            retry: false,
         }
     }
 
@@ -177,6 +195,33 @@ impl Session {
         Some((self.stream, self.info, r))
     }
 
+    /// What releases the parked front request, if it is parked.
+    pub fn ticket(&self) -> Option<&crate::state::coalesce::Ticket> {
+        self.ticket.as_ref()
+    }
+
+    /// The connection closes while parked: the ticket, to give back.
+    pub fn take_ticket(&mut self) -> Option<crate::state::coalesce::Ticket> {
+        self.ticket.take()
+    }
+
+    /// The parked request was released: run it again on the next event.
+    pub fn unpark(&mut self) {
+        self.ticket = None;
+        self.retry = true;
+    }
+
+    /// How this connection's next request may park.
+    fn parking(&self) -> Parking {
+        // The descriptor tells connections apart while they are open.
+        let conn = self.info.fd as u32;
+        if self.retry {
+            Parking::Retry(conn)
+        } else {
+            Parking::Allowed(conn)
+        }
+    }
+
     /// Replies are waiting for the socket to accept them.
     pub fn has_pending_output(&self) -> bool {
         self.wstart < self.out.len()
@@ -184,7 +229,7 @@ impl Session {
 
     /// Whether the connection sits between requests (idle-timeout eligible).
     pub fn is_idle(&self) -> bool {
-        self.rstart == self.rend && self.wstart == self.out.len() && self.swallow == 0 && self.resume == 0
+        self.rstart == self.rend && self.wstart == self.out.len() && self.swallow == 0 && self.resume == 0 && self.ticket.is_none()
     }
 
     /// Handle a readiness event (or a scheduled re-run).
@@ -315,6 +360,10 @@ impl Session {
         // -R: requests per wake-up before yielding to other connections.
         let mut allowance = srv.settings.reqs_per_event;
         loop {
+            if self.ticket.is_some() {
+                // Parked: only the replies before it go out.
+                return if self.flush(ws) { Status::Parked } else { Status::Close };
+            }
             if !self.flush(ws) {
                 return Status::Close;
             }
@@ -343,8 +392,8 @@ impl Session {
                 // Output-bound work left (a dump, the remaining keys of a
                 // paused get): go round, flushing first; the bound check
                 // above waits for the socket. Nothing else would wake us:
-                // no input may come.
-                let more = self.dump.is_some() || self.resume > 0;
+                // no input may come. A parked request: go round to report it.
+                let more = self.dump.is_some() || self.resume > 0 || self.ticket.is_some();
                 if self.closing || self.pending_output() >= WRITE_HIGH_WATER || more {
                     continue;
                 }
@@ -539,7 +588,7 @@ impl Session {
             }
             if self.wire == Wire::Binary {
                 let mark = self.out.len();
-                let mut cx = Ctx::new(srv, ws, obs, now);
+                let mut cx = Ctx::new(srv, ws, obs, now).parking(self.parking());
                 match binwire::triage(&mut cx, binary::parse(buf, &srv.limits), &mut self.out) {
                     BinStep::Run(request, consumed) => {
                         *allowance -= 1;
@@ -550,6 +599,12 @@ impl Session {
                         self.served += 1;
                         let quit = request.opcode.command() == binary::Command::Quit;
                         let after = binwire::execute(&mut cx, request, &mut self.out);
+                        self.retry = false;
+                        if let After::Parked(_) = after {
+                            // Same request again once released.
+                            self.ticket = cx.ticket.take();
+                            break;
+                        }
                         self.rstart += consumed;
                         if self.closes_after(&after, quit) {
                             break;
@@ -580,7 +635,7 @@ impl Session {
                 continue;
             }
             let mark = self.out.len();
-            let mut cx = Ctx::new(srv, ws, obs, now);
+            let mut cx = Ctx::new(srv, ws, obs, now).parking(self.parking());
             match triage(&mut cx, parse(buf, &srv.limits), &mut self.out) {
                 Step::Run(Request::Admin { command: AdminCommand::LruCrawler, args }, consumed)
                     if args.starts_with(b"metadump") =>
@@ -610,10 +665,20 @@ impl Session {
                     let quit = matches!(request, Request::Quit);
 
                     let after = execute(&mut cx, request, &mut self.out, self.resume);
-                    if let After::Paused(done) = after {
-                        // Same request again once the output drains.
-                        self.resume = done;
-                        break;
+                    self.retry = false;
+                    match after {
+                        After::Paused(done) => {
+                            // Same request again once the output drains.
+                            self.resume = done;
+                            break;
+                        }
+                        After::Parked(at) => {
+                            // Same request again, from that key, once released.
+                            self.resume = at;
+                            self.ticket = cx.ticket.take();
+                            break;
+                        }
+                        _ => {}
                     }
                     self.resume = 0;
                     self.served += 1;

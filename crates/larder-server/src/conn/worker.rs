@@ -38,7 +38,7 @@ pub struct NewConn {
 /// How the acceptor hands connections to a worker.
 pub struct Inbox {
     queue: Mutex<Vec<NewConn>>,
-    waker: Waker,
+    waker: Arc<Waker>,
 }
 
 impl Inbox {
@@ -50,6 +50,12 @@ impl Inbox {
     /// Wake the worker without work (shutdown).
     pub fn wake(&self) {
         let _ = self.waker.wake();
+    }
+
+    /// The worker's waker, for others that need to interrupt its `poll`
+    /// (released parked requests, `state::coalesce`).
+    pub fn waker(&self) -> Arc<Waker> {
+        self.waker.clone()
     }
 }
 
@@ -63,6 +69,8 @@ pub struct Worker {
     writable: Vec<bool>,
     free: Vec<usize>,
     udp: Vec<UdpHandler>,
+    /// Sessions whose front request is parked (`-o coalesce`).
+    parked: Vec<Token>,
     obs: Obs,
     /// Time each session event is measured from (the end of the previous).
     mark: Instant,
@@ -73,7 +81,7 @@ impl Worker {
     pub fn new(id: usize, srv: Arc<Server>, udp_sockets: Vec<UdpSocket>) -> std::io::Result<(Worker, Arc<Inbox>)> {
         let poll = Poll::new()?;
         let waker = Waker::new(poll.registry(), WAKER)?;
-        let inbox = Arc::new(Inbox { queue: Mutex::new(Vec::new()), waker });
+        let inbox = Arc::new(Inbox { queue: Mutex::new(Vec::new()), waker: Arc::new(waker) });
         let mut udp = Vec::new();
         for (i, mut sock) in udp_sockets.into_iter().enumerate() {
             poll.registry().register(&mut sock, Token(UDP_BASE + i), Interest::READABLE)?;
@@ -89,6 +97,7 @@ impl Worker {
             writable: Vec::new(),
             free: Vec::new(),
             udp,
+            parked: Vec::new(),
             obs,
             mark: Instant::now(),
         };
@@ -106,7 +115,7 @@ impl Worker {
         let srv = self.srv.clone();
         let ws = &srv.stats.workers[self.id];
         loop {
-            let timeout = if again.is_empty() { Duration::from_millis(500) } else { Duration::ZERO };
+            let timeout = if again.is_empty() { self.parked_timeout(Duration::from_millis(500)) } else { Duration::ZERO };
             if !timeout.is_zero() {
                 // About to block: let the observer's housekeeping proceed.
                 self.obs.quiesce();
@@ -146,6 +155,10 @@ impl Worker {
             for token in rerun.drain(..) {
                 self.run_session(token, now, &mut again, true);
             }
+            if !self.parked.is_empty() {
+                // Released by a write (its writer woke us) or out of time.
+                self.release_parked(now, &mut again);
+            }
             if now != last_sweep {
                 last_sweep = now;
                 self.sweep_idle(now);
@@ -178,6 +191,13 @@ impl Worker {
             Status::Again => again.push(token),
             Status::Close => return self.close(token.0),
             Status::Watch => return self.hand_to_logger(token.0),
+            Status::Parked => {
+                // Checked again before the next poll: a write may have
+                // landed while the request was being parked.
+                if !self.parked.contains(&token) {
+                    self.parked.push(token);
+                }
+            }
         }
         if self.sync_interest(token.0).is_err() {
             self.close(token.0);
@@ -243,12 +263,69 @@ impl Worker {
 
     fn close(&mut self, slot: usize) {
         if let Some(mut session) = self.sessions[slot].take() {
+            if let Some(ticket) = session.take_ticket() {
+                self.srv.coalescer.abandon(&ticket);
+                self.parked.retain(|t| t.0 != slot);
+            }
             session.release(&self.srv.budget);
             self.srv.log.conn_close(session.info.fd, &session.info.addr, session.close_reason);
             let _ = session.stream_mut().deregister(self.poll.registry());
             self.srv.registry.remove(session.info.fd);
             self.srv.stats.conns.curr_connections.fetch_sub(1, Relaxed);
             self.free.push(slot);
+        }
+    }
+
+    /// How long `poll` may block: `limit`, or less if a parked request's
+    /// window ends sooner.
+    fn parked_timeout(&self, limit: Duration) -> Duration {
+        if self.parked.is_empty() {
+            return limit;
+        }
+        let now = Instant::now();
+        let mut timeout = limit;
+        for token in &self.parked {
+            if let Some(Some(s)) = self.sessions.get(token.0) {
+                if let Some(t) = s.ticket() {
+                    timeout = timeout.min(t.deadline.saturating_duration_since(now));
+                }
+            }
+        }
+        timeout
+    }
+
+    /// Run again every parked request whose key was written, deleted or
+    /// flushed, or whose window ended.
+    fn release_parked(&mut self, now: u32, again: &mut Vec<Token>) {
+        let at = Instant::now();
+        let mut i = 0;
+        while i < self.parked.len() {
+            let token = self.parked[i];
+            let released = match self.sessions.get_mut(token.0) {
+                Some(Some(s)) => match s.ticket() {
+                    Some(t) => self.srv.coalescer.released(t, at).map(|timed_out| (*t, timed_out)),
+                    None => {
+                        self.parked.swap_remove(i);
+                        continue;
+                    }
+                },
+                _ => {
+                    self.parked.swap_remove(i);
+                    continue;
+                }
+            };
+            let Some((ticket, timed_out)) = released else {
+                i += 1;
+                continue;
+            };
+            self.parked.swap_remove(i);
+            self.srv.coalescer.unpark(&ticket, timed_out);
+            if let Some(Some(s)) = self.sessions.get_mut(token.0) {
+                s.unpark();
+            }
+            // Its input may have arrived meanwhile (no event will say so):
+            // run it as a re-run does.
+            self.run_session(token, now, again, true);
         }
     }
 

@@ -15,6 +15,7 @@ use larder_proto::reply::{self, stat_str, stat_u64};
 use larder_store::Time;
 use std::borrow::Cow;
 use std::io::Write;
+use std::sync::atomic::Ordering::Relaxed;
 
 /// A group of `STAT name value` figures, typed: rendered as text `stats`,
 /// as binary `stat` packets and as Prometheus samples, never re-parsed.
@@ -380,6 +381,15 @@ fn larder(srv: &Server, s: &mut Snapshot) {
         s.u64("larder_grace_hits", t.grace_hits);
         s.u64("larder_grace_wins", t.grace_wins);
         s.u64("larder_grace_winner_timeouts", t.grace_winner_timeouts);
+    }
+    if srv.coalescer.enabled() {
+        let c = &srv.coalescer.stats;
+        s.u64("larder_coalesce_parked", srv.coalescer.parked_now() as u64);
+        s.u64("larder_coalesce_parked_total", c.parked_total.load(Relaxed));
+        s.u64("larder_coalesce_wins", c.wins.load(Relaxed));
+        s.u64("larder_coalesce_released", c.released.load(Relaxed));
+        s.u64("larder_coalesce_timeouts", c.timeouts.load(Relaxed));
+        s.u64("larder_coalesce_overflows", c.overflows.load(Relaxed));
     }
     #[cfg(feature = "alloc-count")]
     s.u64("larder_allocations", crate::alloc_count::allocations());

@@ -66,6 +66,9 @@ pub struct Settings {
     pub lru_maintainer: bool,
     /// Grace mode (`-o grace=`, `grace_prefix=`, `grace_lease=`).
     pub grace: crate::state::grace::GraceConfig,
+    /// Coalesced cold misses (`-o coalesce=`, `coalesce_max_key=`,
+    /// `coalesce_max=`), for the keys grace covers.
+    pub coalesce: crate::state::coalesce::CoalesceConfig,
     /// Observability (`-o prefix_stats_max=`, `bigkeys=`, `hotkeys_window=`,
     /// `hotkeys_sample=`, `observe=off`).
     pub observe: ObserveSettings,
@@ -178,6 +181,7 @@ impl Default for Settings {
             lru_crawler: true,
             lru_maintainer: true,
             grace: crate::state::grace::GraceConfig { lease: 5, ..Default::default() },
+            coalesce: Default::default(),
             observe: ObserveSettings::default(),
             warnings: Vec::new(),
         }
@@ -520,6 +524,20 @@ fn parse_extended<'a>(list: &'a str, s: &mut Settings) -> Result<(), UsageError>
                     _ => return err(format!("larder: -o grace_prefix wants prefix:duration, got '{v}'")),
                 }
             }
+            "coalesce" => {
+                let v = need(value)?;
+                s.coalesce.window = crate::state::coalesce::parse_window(v)
+                    .ok_or_else(|| UsageError(format!("larder: bad duration for -o coalesce: '{v}' (e.g. 500ms, 2s)")))?;
+            }
+            "coalesce_max_key" | "coalesce_max" => {
+                let v = need(value)?;
+                let n: u32 = v.parse().map_err(|_| UsageError(format!("larder: bad value for -o {name}: '{v}'")))?;
+                if name == "coalesce_max" {
+                    s.coalesce.max_total = n;
+                } else {
+                    s.coalesce.max_per_key = n;
+                }
+            }
             "hotkeys_sample" if value == Some("auto") => s.observe.hotkeys_sample = 0,
             "prefix_stats_max" | "bigkeys" | "bigkeys_min_size" | "hotkeys_window" | "hotkeys_sample" | "metrics_port" => {
                 let v = need(value)?;
@@ -600,6 +618,9 @@ fn validate(s: &Settings) -> Result<(), UsageError> {
     if s.item_size_max > ITEM_SIZE_MAX_UPPER {
         return err("Cannot set item size limit higher than a gigabyte.");
     }
+    if s.coalesce.enabled() && !s.grace.enabled() {
+        return err("larder: -o coalesce applies to the keys grace mode covers: give -o grace= or -o grace_prefix= too");
+    }
     if s.unix_socket.is_some() && s.udp_port != 0 && !s.listen.is_empty() {
         // memcached ignores network listeners when -s is given; so do we.
     }
@@ -659,6 +680,11 @@ pub fn help_text() -> String {
    - grace_prefix:        grace for keys with a prefix, e.g. grace_prefix=page:30s
    - grace_lease:         time the refilling getter has before another is chosen
                           (default: 5s)
+   - coalesce:            park other plain gets of an absent key in grace's scope
+                          while the first getter refills it, for at most this
+                          long (e.g. 500ms, 2s; default: off)
+   - coalesce_max_key:    requests parked per key at most (default: 1024)
+   - coalesce_max:        requests parked in all at most (default: 16384)
    - prefix_stats_max:    key prefixes accounted separately in stats prefixes /
                           stats detail dump (default: 1024; more fold into 'other')
    - bigkeys:             largest items listed by stats bigkeys (default: 20)
@@ -731,6 +757,16 @@ mod tests {
         assert_eq!(s.grace.prefixes, vec![(b"page".to_vec(), 60), (b"a:b".to_vec(), 10)]);
         assert!(run(&["-o", "grace=soon"]).is_err());
         assert!(run(&["-o", "grace_prefix=30s"]).is_err());
+    }
+
+    #[test]
+    fn parses_coalesce_options() {
+        let s = run(&["-o", "grace=30s,coalesce=250ms,coalesce_max_key=8,coalesce_max=100"]).unwrap();
+        assert_eq!(s.coalesce.window, std::time::Duration::from_millis(250));
+        assert_eq!((s.coalesce.max_per_key, s.coalesce.max_total), (8, 100));
+        assert!(run(&["-o", "grace=30s,coalesce=later"]).is_err());
+        // Coalescing covers grace's keys: without grace it has none.
+        assert!(run(&["-o", "coalesce=1s"]).is_err());
     }
 
     #[test]

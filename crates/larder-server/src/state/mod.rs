@@ -2,13 +2,15 @@
 //! ([`config`], parsed from memcached's flags), the [`server::Server`]
 //! aggregate (store, clock, counters, observer, watch logger, grace
 //! winners, connection registry), the [`clock`], the request [`stats`] and
-//! grace mode's winner table ([`grace`]), the connection-memory budget
+//! grace mode's winner table ([`grace`]), coalesced cold misses
+//! ([`coalesce`]), the connection-memory budget
 //! ([`budget`]), the warm restart's snapshot file ([`persist`]) and
 //! `-Y`'s credentials ([`authfile`]).
 
 pub mod authfile;
 pub mod budget;
 pub mod clock;
+pub mod coalesce;
 pub mod config;
 pub mod grace;
 pub mod persist;

@@ -51,11 +51,17 @@ pub fn execute(cx: &mut Ctx<'_>, req: BinRequest<'_>, out: &mut Output) -> After
                 Extras::Touch { exptime } => Some(cx.expiry(exptime as i64)),
                 _ => None,
             };
-            let hit = exec::read::read(cx, req.key, touch, |item, cas| {
+            let read = exec::read::read(cx, req.key, touch, |item, cas| {
                 if out.reserve(item.value.len() + REPLY_HEAD) {
                     binary::get_hit(out, op, req.opaque, cas, item.flags, req.key, item.value);
                 }
             });
+            let hit = read == exec::read::Read::Hit;
+            if read == exec::read::Read::Parked {
+                // Runs again once released; its reply is begun again then.
+                out.forget_responses(1);
+                return After::Parked(0);
+            }
             if out.take_refused() {
                 binary::error_message(out, op, Status::OutOfMemory, req.opaque, b"out of memory writing get response");
             } else if !hit && !quiet {

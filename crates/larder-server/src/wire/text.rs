@@ -150,7 +150,12 @@ fn get_many(
         let room = i == 0 || out.start_response();
         if room {
             begun += 1;
-            get_one(cx, key, cas, touch, out);
+            if get_one(cx, key, cas, touch, out) == exec::read::Read::Parked {
+                // Nothing of this key was answered: it runs again, from here,
+                // and begins its reply again then.
+                out.forget_responses(1);
+                return After::Parked(i);
+            }
         }
         if !room || out.take_refused() {
             // No room for this reply (the connection budget, or memcached's
@@ -172,12 +177,12 @@ fn get_many(
 }
 
 /// One key of a get/gets/gat/gats: the value line on a hit, nothing on a miss.
-fn get_one(cx: &mut Ctx<'_>, key: &[u8], cas: bool, touch: Option<larder_store::Time>, out: &mut Output) {
+fn get_one(cx: &mut Ctx<'_>, key: &[u8], cas: bool, touch: Option<larder_store::Time>, out: &mut Output) -> exec::read::Read {
     exec::read::read(cx, key, touch, |item, visible_cas| {
         if out.reserve(item.value.len() + REPLY_HEAD) {
             reply::value(out, key, item.flags, item.value, cas.then_some(visible_cas));
         }
-    });
+    })
 }
 
 fn arith_reply(outcome: exec::arith::Counted, out: &mut Output) {
