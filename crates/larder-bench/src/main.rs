@@ -174,9 +174,12 @@ fn cmd_compare(argv: &[String]) -> Result<i32, String> {
         }
     }
     let mut md = report::markdown(&cfg, &results, &cmdline, &started, &load_before);
-    // The stampede section comes from `larder-bench stampede`: keep it.
-    if let Some(section) = std::fs::read_to_string(&cfg.out).ok().as_deref().and_then(stampede::existing_section) {
-        md = stampede::splice_section(&md, "## Stampede", &section);
+    // The stampede sections come from `larder-bench stampede`: keep them.
+    let old = std::fs::read_to_string(&cfg.out).unwrap_or_default();
+    for heading in [stampede::HEADING, stampede::COLD_HEADING] {
+        if let Some(section) = stampede::existing_section(&old, heading) {
+            md = stampede::splice_section(&md, heading, &section);
+        }
     }
     std::fs::write(&cfg.out, md).map_err(|e| format!("{}: {e}", cfg.out))?;
     eprintln!("wrote {}, {}", cfg.out, cfg.json_out);
