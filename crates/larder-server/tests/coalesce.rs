@@ -179,3 +179,56 @@ fn binary_gets_wait_too() {
     let noop = b.exact(24);
     assert_eq!(&noop[..2], &[0x81, 0x0a]);
 }
+
+/// The server's resident set, from /proc.
+fn rss_kib(l: &Larder) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", l.child.id())).unwrap();
+    status.lines().find_map(|line| line.strip_prefix("VmRSS:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).unwrap()
+}
+
+/// A parked connection stops reading: what its client pipelines behind the
+/// parked get waits in the socket, not in the server, and all of it is
+/// answered in order once the refill comes.
+#[test]
+fn a_parked_connection_buffers_nothing_behind_it() {
+    use std::io::Write;
+    let l = Larder::start(&["-o", WINDOW]);
+    let mut a = l.connect();
+    a.expect(b"get k\r\n", b"END\r\n");
+    a.expect(b"set other 0 0 1\r\nx\r\n", b"STORED\r\n");
+    let mut b = l.connect();
+    b.send(b"get k\r\n");
+    still_waiting(&mut b);
+    let before = rss_kib(&l);
+    // As much as the sockets take, without blocking: gets of a key that hits.
+    let mut w = b.stream().try_clone().unwrap();
+    w.set_nonblocking(true).unwrap();
+    let line = b"get other\r\n";
+    let chunk: Vec<u8> = line.iter().copied().cycle().take(line.len() * 6000).collect();
+    let mut sent = 0usize;
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(3) {
+        match w.write(&chunk) {
+            Ok(n) => sent += n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    w.set_nonblocking(false).unwrap();
+    assert!(sent > 1 << 20, "the client could pipeline only {sent} bytes");
+    let grown = rss_kib(&l).saturating_sub(before);
+    assert!(grown < 2048, "{sent} bytes pipelined behind a parked get grew the server by {grown} KiB");
+    a.expect(b"set k 0 0 1\r\nv\r\n", b"STORED\r\n");
+    // Released: the server reads again, and the last partial line can be
+    // finished (before, a blocking write would have waited for it).
+    let partial = sent % line.len();
+    if partial != 0 {
+        w.write_all(&line[partial..]).unwrap();
+        sent += line.len() - partial;
+    }
+    assert_eq!(String::from_utf8_lossy(&b.exact(21)), "VALUE k 0 1\r\nv\r\nEND\r\n");
+    let answers = sent / line.len();
+    let reply = b"VALUE other 0 1\r\nx\r\nEND\r\n";
+    let got = b.exact(answers * reply.len());
+    assert!(got.chunks(reply.len()).all(|r| r == reply), "a pipelined reply differs");
+}

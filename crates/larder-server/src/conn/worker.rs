@@ -69,8 +69,10 @@ pub struct Worker {
     writable: Vec<bool>,
     free: Vec<usize>,
     udp: Vec<UdpHandler>,
-    /// Sessions whose front request is parked (`-o coalesce`).
+    /// Sessions whose front request is parked (`-o coalesce`), and the
+    /// earliest end of their windows.
     parked: Vec<Token>,
+    parked_until: Option<Instant>,
     obs: Obs,
     /// Time each session event is measured from (the end of the previous).
     mark: Instant,
@@ -98,6 +100,7 @@ impl Worker {
             free: Vec::new(),
             udp,
             parked: Vec::new(),
+            parked_until: None,
             obs,
             mark: Instant::now(),
         };
@@ -156,8 +159,11 @@ impl Worker {
                 self.run_session(token, now, &mut again, true);
             }
             if !self.parked.is_empty() {
-                // Released by a write (its writer woke us) or out of time.
-                self.release_parked(now, &mut again);
+                // Released by a write (its writer told us) or out of time.
+                let due = self.parked_until.is_some_and(|t| Instant::now() >= t);
+                if srv.coalescer.take_dirty(self.id) || due {
+                    self.release_parked(now, &mut again);
+                }
             }
             if now != last_sweep {
                 last_sweep = now;
@@ -192,10 +198,16 @@ impl Worker {
             Status::Close => return self.close(token.0),
             Status::Watch => return self.hand_to_logger(token.0),
             Status::Parked => {
-                // Checked again before the next poll: a write may have
-                // landed while the request was being parked.
                 if !self.parked.contains(&token) {
                     self.parked.push(token);
+                }
+                if let Some(t) = session.ticket() {
+                    self.parked_until = Some(self.parked_until.map_or(t.deadline, |u| u.min(t.deadline)));
+                    // A write may have landed while the request was being
+                    // parked: look again before the next poll.
+                    if srv.coalescer.released(t, Instant::now()).is_some() {
+                        srv.coalescer.mark_dirty(self.id);
+                    }
                 }
             }
         }
@@ -279,19 +291,10 @@ impl Worker {
     /// How long `poll` may block: `limit`, or less if a parked request's
     /// window ends sooner.
     fn parked_timeout(&self, limit: Duration) -> Duration {
-        if self.parked.is_empty() {
-            return limit;
+        match self.parked_until {
+            Some(t) if !self.parked.is_empty() => limit.min(t.saturating_duration_since(Instant::now())),
+            _ => limit,
         }
-        let now = Instant::now();
-        let mut timeout = limit;
-        for token in &self.parked {
-            if let Some(Some(s)) = self.sessions.get(token.0) {
-                if let Some(t) = s.ticket() {
-                    timeout = timeout.min(t.deadline.saturating_duration_since(now));
-                }
-            }
-        }
-        timeout
     }
 
     /// Run again every parked request whose key was written, deleted or
@@ -327,6 +330,13 @@ impl Worker {
             // run it as a re-run does.
             self.run_session(token, now, again, true);
         }
+        // The earliest window among those still waiting (a re-run may have
+        // parked again, with a later one).
+        self.parked_until = self
+            .parked
+            .iter()
+            .filter_map(|t| self.sessions.get(t.0)?.as_ref()?.ticket().map(|k| k.deadline))
+            .min();
     }
 
     fn close_all(&mut self) {

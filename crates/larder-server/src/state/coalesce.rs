@@ -26,7 +26,7 @@
 //! generation and then reads the count (both sequentially consistent), so at
 //! least one of them sees the other.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -119,13 +119,16 @@ pub struct Coalescer {
     epoch: Instant,
     flush_gen: AtomicU32,
     parked_now: AtomicU32,
+    /// Per worker: a key its parked requests may wait for changed (so it
+    /// need not look at them on every turn of its loop).
+    dirty: Box<[AtomicBool]>,
     /// Per worker: how to interrupt its `poll` (set once the workers exist).
     wakers: OnceLock<Vec<Arc<mio::Waker>>>,
     pub stats: CoalesceStats,
 }
 
 impl Coalescer {
-    pub fn new(config: CoalesceConfig) -> Coalescer {
+    pub fn new(config: CoalesceConfig, workers: usize) -> Coalescer {
         let seed = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
@@ -139,6 +142,7 @@ impl Coalescer {
             epoch: Instant::now(),
             flush_gen: AtomicU32::new(0),
             parked_now: AtomicU32::new(0),
+            dirty: (0..workers).map(|_| AtomicBool::new(false)).collect(),
             wakers: OnceLock::new(),
             stats: CoalesceStats::default(),
         }
@@ -287,13 +291,32 @@ impl Coalescer {
         }
     }
 
-    /// Interrupt every worker's `poll`: each checks its parked requests on
-    /// every turn of its loop while it has any.
+    /// Tell every worker to look at its parked requests, and interrupt its
+    /// `poll`.
     fn wake_all(&self) {
+        for d in self.dirty.iter() {
+            d.store(true, Release);
+        }
         if let Some(wakers) = self.wakers.get() {
             for w in wakers {
                 let _ = w.wake();
             }
+        }
+    }
+}
+
+impl Coalescer {
+    /// Whether worker `id` should look at its parked requests (and forget
+    /// that it was told).
+    #[inline]
+    pub fn take_dirty(&self, id: usize) -> bool {
+        self.dirty.get(id).is_some_and(|d| d.load(Relaxed) && d.swap(false, Acquire))
+    }
+
+    /// Worker `id` parked a request that may already be released.
+    pub fn mark_dirty(&self, id: usize) {
+        if let Some(d) = self.dirty.get(id) {
+            d.store(true, Release);
         }
     }
 }
@@ -311,7 +334,7 @@ mod tests {
     use super::*;
 
     fn on(window_ms: u64, per_key: u32, total: u32) -> Coalescer {
-        Coalescer::new(CoalesceConfig { window: Duration::from_millis(window_ms), max_per_key: per_key, max_total: total })
+        Coalescer::new(CoalesceConfig { window: Duration::from_millis(window_ms), max_per_key: per_key, max_total: total }, 2)
     }
 
     #[test]
@@ -325,6 +348,8 @@ mod tests {
         assert_eq!(c.parked_now(), 1);
         assert_eq!(c.released(&t, t0), None);
         c.on_write(b"k");
+        assert!(c.take_dirty(0) && c.take_dirty(1), "every worker is told");
+        assert!(!c.take_dirty(0));
         assert_eq!(c.released(&t, t0), Some(false));
         c.unpark(&t, false);
         assert_eq!(c.parked_now(), 0);

@@ -134,7 +134,7 @@ impl Server {
             budget.resp_limit = buffers * 14;
         }
         let budget = Arc::new(budget);
-        let coalescer = crate::state::coalesce::Coalescer::new(settings.coalesce.clone());
+        let coalescer = crate::state::coalesce::Coalescer::new(settings.coalesce.clone(), settings.threads);
         Server {
             shutdown,
             budget,
