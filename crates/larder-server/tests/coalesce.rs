@@ -49,7 +49,7 @@ fn waiters_get_the_refill_and_their_pipelines_run_after_it() {
     }
     assert!(t.elapsed() < Duration::from_secs(5), "released by the set, not by the window");
     assert_eq!(winner.stat("larder_coalesce_wins"), 1);
-    assert_eq!(winner.stat("larder_coalesce_parked_total"), 6);
+    assert_eq!(winner.stat("larder_coalesce_waits"), 6);
     assert_eq!(winner.stat("larder_coalesce_released"), 6);
     assert_eq!(winner.stat("larder_coalesce_parked"), 0);
     // Counted once each, as the hits they became.
@@ -123,7 +123,7 @@ fn only_plain_gets_in_grace_scope_wait() {
     b.expect(b"gat 10 page:1\r\n", b"END\r\n");
     // The refilling client itself never waits for its own refill.
     a.expect(b"get page:1\r\n", b"END\r\n");
-    assert_eq!(a.stat("larder_coalesce_parked_total"), 0);
+    assert_eq!(a.stat("larder_coalesce_waits"), 0);
 }
 
 #[test]

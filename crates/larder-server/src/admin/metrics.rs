@@ -15,7 +15,8 @@
 //! * every numeric general `stats` figure, from the same rendering as the
 //!   text `stats` reply (memcached's names as `larder_<name>` gauges or
 //!   `larder_<name>_total` counters; larder's own `larder_*` figures as
-//!   gauges, except its counters `larder_grace_*`, `larder_allocations`,
+//!   gauges, except its counters `larder_grace_*`, `larder_coalesce_*`
+//!   (but the gauge `larder_coalesce_parked`), `larder_allocations`,
 //!   `larder_compactions`);
 //! * the observer's series: per-prefix (the top prefixes by bytes, the rest
 //!   folded), the request latency histogram, the accounting structures' heap;
@@ -144,7 +145,8 @@ pub fn render(srv: &Server) -> String {
             Value::F64(v) => *v,
             Value::Str(_) => continue,
         };
-        if name.starts_with("larder_grace_") || name == "larder_allocations" || name == "larder_compactions" {
+        let coalesce_counter = name.starts_with("larder_coalesce_") && name != "larder_coalesce_parked";
+        if name.starts_with("larder_grace_") || coalesce_counter || name == "larder_allocations" || name == "larder_compactions" {
             e.counter(&format!("{name}_total"), "larder stat.", v);
         } else {
             e.gauge(name, "larder stat.", v);

@@ -385,7 +385,7 @@ fn larder(srv: &Server, s: &mut Snapshot) {
     if srv.coalescer.enabled() {
         let c = &srv.coalescer.stats;
         s.u64("larder_coalesce_parked", srv.coalescer.parked_now() as u64);
-        s.u64("larder_coalesce_parked_total", c.parked_total.load(Relaxed));
+        s.u64("larder_coalesce_waits", c.waits.load(Relaxed));
         s.u64("larder_coalesce_wins", c.wins.load(Relaxed));
         s.u64("larder_coalesce_released", c.released.load(Relaxed));
         s.u64("larder_coalesce_timeouts", c.timeouts.load(Relaxed));

@@ -102,7 +102,7 @@ pub struct CoalesceStats {
     /// Getters that missed and were told to recompute (round starters).
     pub wins: AtomicU64,
     /// Requests parked, ever.
-    pub parked_total: AtomicU64,
+    pub waits: AtomicU64,
     /// Parked requests released by a write, delete or flush of their key.
     pub released: AtomicU64,
     /// Parked requests whose window ended first (they then missed).
@@ -234,7 +234,7 @@ impl Coalescer {
             self.stats.overflows.fetch_add(1, Relaxed);
             return ColdVerdict::Miss;
         }
-        self.stats.parked_total.fetch_add(1, Relaxed);
+        self.stats.waits.fetch_add(1, Relaxed);
         ColdVerdict::Park(Ticket { slot: i as u32, gen: seen.gen, flush_gen: seen.flush_gen, deadline: now + left })
     }
 
