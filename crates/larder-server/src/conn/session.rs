@@ -23,6 +23,10 @@
 //! With `-Y`, a session starts unauthenticated: until the handshake
 //! (`wire::auth`) succeeds, every request goes to it instead of the
 //! protocol front ends, so no command of any protocol reaches an executor.
+//! With `-S` (binary only), it starts unauthenticated too and the binary
+//! parser is told so (`binary::parse_sasl`): until a SASL exchange
+//! succeeds only SASL commands and `version` reach an executor, anything
+//! else is answered `AUTH_ERROR` and closes the connection.
 //!
 //! `watch` ends the session: once the logger accepts the watcher, the
 //! worker hands the socket to the logger thread ([`Status::Watch`]; see
@@ -31,6 +35,7 @@
 
 use crate::exec::output::Output;
 use crate::state::budget::ConnBudget;
+use crate::exec::sasl::ConnAuth;
 use crate::exec::{After, Ctx};
 use crate::wire::auth::{self, AuthStep, Outcome};
 use crate::wire::binary::{self as binwire, BinStep};
@@ -123,8 +128,9 @@ pub struct Session {
     pub close_reason: CloseReason,
     /// `watch` accepted: the connection now belongs to the logger.
     watch: Option<Reserved>,
-    /// Passed `-Y`'s handshake (always true without `-Y`).
-    authenticated: bool,
+    /// Whether it authenticated (`-Y`'s handshake or `-S`'s SASL; always
+    /// true without them) and its SASL conversation.
+    auth: ConnAuth,
 }
 
 /// Segments walked per metadump step (one hold of a shard lock).
@@ -139,7 +145,8 @@ struct Dump {
 }
 
 impl Session {
-    /// `authenticated`: false when the server requires `-Y`'s handshake.
+    /// `authenticated`: false when the server requires authentication
+    /// (`-Y` or `-S`).
     pub fn new(stream: Stream, info: Arc<ConnInfo>, now: Time, budget: Arc<ConnBudget>, authenticated: bool) -> Session {
         Session {
             stream,
@@ -162,7 +169,7 @@ impl Session {
             dump: None,
             close_reason: CloseReason::Error,
             watch: None,
-            authenticated,
+            auth: ConnAuth::new(!authenticated),
         }
     }
 
@@ -499,8 +506,9 @@ impl Session {
             // What the next request may produce before it pauses.
             self.out.pause_at = self.wstart + WRITE_HIGH_WATER;
             let buf = &self.rbuf[self.rstart..self.rend];
-            if !self.authenticated {
-                // The one gate before any protocol: see `wire::auth`.
+            if !self.auth.authenticated() && srv.auth.is_some() {
+                // -Y: the one gate before any protocol: see `wire::auth`.
+                // (-S's gate is the binary parser's, below.)
                 let check = |user: &[u8], pass: &[u8]| srv.auth.as_ref().is_some_and(|c| c.check(user, pass));
                 match auth::handshake(buf, check) {
                     AuthStep::Wait => break,
@@ -523,7 +531,7 @@ impl Session {
                         if outcome == Outcome::Failed {
                             bump(&ws.auth_errors, 1);
                         }
-                        self.authenticated = outcome == Outcome::Authenticated;
+                        self.auth.set_authenticated(outcome == Outcome::Authenticated);
                         larder_proto::reply::line(&mut self.out.buf, outcome.reply());
                         continue;
                     }
@@ -540,7 +548,12 @@ impl Session {
             if self.wire == Wire::Binary {
                 let mark = self.out.len();
                 let mut cx = Ctx::new(srv, ws, obs, now);
-                match binwire::triage(&mut cx, binary::parse(buf, &srv.limits), &mut self.out) {
+                let parsed = if srv.settings.sasl {
+                    binary::parse_sasl(buf, &srv.limits, self.auth.authenticated())
+                } else {
+                    binary::parse(buf, &srv.limits)
+                };
+                match binwire::triage(&mut cx, parsed, &mut self.out) {
                     BinStep::Run(request, consumed) => {
                         *allowance -= 1;
                         if !self.out.start_response() {
@@ -554,6 +567,16 @@ impl Session {
                         if self.closes_after(&after, quit) {
                             break;
                         }
+                    }
+                    BinStep::Sasl(request, consumed) => {
+                        *allowance -= 1;
+                        if !self.out.start_response() {
+                            self.overflow();
+                            break;
+                        }
+                        self.served += 1;
+                        binwire::sasl(&mut cx, &mut self.auth, &request, &mut self.out);
+                        self.rstart += consumed;
                     }
                     BinStep::Wait(needed) => {
                         if self.await_block(needed, budget, true) {

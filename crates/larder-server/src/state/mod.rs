@@ -4,7 +4,8 @@
 //! winners, connection registry), the [`clock`], the request [`stats`] and
 //! grace mode's winner table ([`grace`]), the connection-memory budget
 //! ([`budget`]), the warm restart's snapshot file ([`persist`]) and
-//! `-Y`'s credentials ([`authfile`]).
+//! `-Y`'s credentials ([`authfile`]) and `-S`'s Cyrus SASL library
+//! ([`sasl`]).
 
 pub mod authfile;
 pub mod budget;
@@ -12,5 +13,6 @@ pub mod clock;
 pub mod config;
 pub mod grace;
 pub mod persist;
+pub mod sasl;
 pub mod server;
 pub mod stats;
