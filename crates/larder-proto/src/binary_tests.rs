@@ -518,7 +518,7 @@ fn sasl_bad_shapes_and_sizes() {
     // Shape errors close; a long mechanism is EINVAL with the data swallowed.
     assert_eq!(sasl_err(&pkt(0x20, b"", b"", b"x", 1, 0), false), (Status::InvalidArguments, 0x20, 24, 0, true));
     assert_eq!(sasl_err(&pkt(0x21, b"", b"", b"x", 1, 0), false), (Status::InvalidArguments, 0x21, 24, 0, true));
-    assert_eq!(sasl_err(&pkt(0x21, b"PLAIN", &[0; 4], b"x", 1, 0), false).4, true);
+    assert!(sasl_err(&pkt(0x21, b"PLAIN", &[0; 4], b"x", 1, 0), false).4);
     let long_mech = pkt(0x21, &[b'X'; 40], b"", b"data", 1, 0);
     assert_eq!(sasl_err(&long_mech, false), (Status::InvalidArguments, 0x21, 64, 4, false));
     // Data memcached could not hold in an unchunked item: ENOMEM, swallowed,
