@@ -121,6 +121,10 @@
 //!   `KEY_ENOENT` "Not found" (no end packet). Stat packets use opcode
 //!   `0x10`, status 0, cas 0 and the request's opaque.
 //! * **quit**: empty success reply, then close after writing; `quitq`: close.
+//! * **SASL** (`-S`, [`BinParsed::Sasl`]): list → success with the
+//!   mechanisms, space-separated, as the value; auth/step → success with the
+//!   value `Authenticated`, `AUTH_CONTINUE` with the server's challenge as
+//!   the value, or `AUTH_ERROR` ("Auth failure."). All with cas 0.
 //! * **Closing**: on [`BinParsed::Close`] (bad magic) memcached closes at
 //!   once, and replies still queued from earlier packets of the same read
 //!   are lost unless a `noop` (or another flushing reply) came before;

@@ -160,9 +160,8 @@ fn load(verbose: u32) -> Result<Cyrus, String> {
     // SAFETY (all transmutes below): each symbol is the Cyrus function of
     // that name, whose C prototype in sasl.h the corresponding type alias
     // spells out argument by argument.
-    let cyrus = unsafe {
-        let init: ServerInit = std::mem::transmute::<*mut c_void, ServerInit>(symbol(lib, c"sasl_server_init")?);
-        let c = Cyrus {
+    let (cyrus, server_init) = unsafe {
+        let cyrus = Cyrus {
             server_new: std::mem::transmute::<*mut c_void, ServerNew>(symbol(lib, c"sasl_server_new")?),
             listmech: std::mem::transmute::<*mut c_void, ListMech>(symbol(lib, c"sasl_listmech")?),
             start: std::mem::transmute::<*mut c_void, ServerStart>(symbol(lib, c"sasl_server_start")?),
@@ -170,9 +169,8 @@ fn load(verbose: u32) -> Result<Cyrus, String> {
             dispose: std::mem::transmute::<*mut c_void, Dispose>(symbol(lib, c"sasl_dispose")?),
             hostname: hostname(),
         };
-        (c, init)
+        (cyrus, std::mem::transmute::<*mut c_void, ServerInit>(symbol(lib, c"sasl_server_init")?))
     };
-    let (cyrus, server_init) = cyrus;
     if cyrus.hostname.is_none() && verbose > 0 {
         eprintln!("Error discovering hostname for SASL");
     }

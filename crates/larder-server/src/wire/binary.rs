@@ -4,7 +4,10 @@
 //! still spoken by some clients and by memcached's UDP tests). Replies echo
 //! the request's raw opcode and opaque; quiet opcodes stay silent on success
 //! (quiet gets: on a miss); errors are always sent. See
-//! `larder_proto::binary` for the per-opcode contract this follows.
+//! `larder_proto::binary` for the per-opcode contract this follows. Under
+//! `-S` the SASL commands come here too ([`sasl`]); which requests an
+//! unauthenticated connection may make is the parser's decision
+//! (`binary::parse_sasl`).
 
 use crate::exec::output::{Output, REPLY_HEAD};
 use crate::exec::{self, After, Ctx};
