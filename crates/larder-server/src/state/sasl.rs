@@ -125,7 +125,7 @@ fn lock() -> std::sync::MutexGuard<'static, ()> {
 /// (for example when no config path is found).
 pub fn init(verbose: u32) -> Result<&'static Cyrus, String> {
     VERBOSE.store(verbose, Ordering::Relaxed);
-    CYRUS.get_or_init(|| load(verbose)).as_ref().map_err(Clone::clone)
+    CYRUS.get_or_init(|| load(LIBRARY, verbose)).as_ref().map_err(Clone::clone)
 }
 
 /// dlopen + dlsym of one name.
@@ -139,8 +139,9 @@ fn symbol(lib: *mut c_void, name: &CStr) -> Result<*mut c_void, String> {
     Ok(p)
 }
 
-fn load(verbose: u32) -> Result<Cyrus, String> {
-    let soname = std::ffi::CString::new(LIBRARY).expect("no NUL in the soname");
+/// Open `library` (always [`LIBRARY`] but in tests), bind and initialise it.
+fn load(library: &str, verbose: u32) -> Result<Cyrus, String> {
+    let soname = std::ffi::CString::new(library).map_err(|_| format!("larder: -S: bad library name {library:?}"))?;
     // SAFETY: dlopen takes a NUL-terminated name; the handle is kept for
     // the life of the process (never dlclosed), so the function pointers
     // taken from it stay valid.
@@ -153,7 +154,7 @@ fn load(verbose: u32) -> Result<Cyrus, String> {
             if e.is_null() { String::new() } else { CStr::from_ptr(e).to_string_lossy().into_owned() }
         };
         return Err(format!(
-            "larder: -S needs Cyrus SASL's {LIBRARY}, which could not be loaded ({why}); \
+            "larder: -S needs Cyrus SASL's {library}, which could not be loaded ({why}); \
              on Debian: apt-get install libsasl2-2 libsasl2-modules (and sasl2-bin for saslpasswd2)"
         ));
     }
@@ -446,6 +447,15 @@ impl Drop for Conn {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A machine without libsasl2: a start-up error that says what to
+    /// install (the same path as a missing libsasl2.so.2).
+    #[test]
+    fn missing_library_is_a_clear_error() {
+        let e = load("libsasl2-larder-test-missing.so.2", 0).err().expect("no such library");
+        assert!(e.starts_with("larder: -S needs Cyrus SASL's libsasl2-larder-test-missing.so.2"), "{e}");
+        assert!(e.contains("apt-get install libsasl2-2 libsasl2-modules"), "{e}");
+    }
 
     #[test]
     fn conf_path_as_memcached_finds_it() {
