@@ -245,6 +245,13 @@ pub fn conf_path(env: Option<String>, exists: impl Fn(&str) -> bool) -> Option<S
     None
 }
 
+/// A line on stderr from inside a callback: never `eprintln!`, whose panic
+/// on a failed write could not unwind through Cyrus (it would abort).
+fn say(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
 /// `SASL_CB_GETCONFPATH`: sasl.h says the path is heap-allocated and the
 /// library frees it, so it is handed over from `strdup`.
 unsafe extern "C" fn conf_path_callback(_context: *mut c_void, path: *mut *mut c_char) -> c_int {
@@ -253,7 +260,7 @@ unsafe extern "C" fn conf_path_callback(_context: *mut c_void, path: *mut *mut c
     match found.and_then(|p| std::ffi::CString::new(p).ok()) {
         Some(p) => {
             if verbose {
-                eprintln!("Reading configuration from: <{}>", p.to_string_lossy());
+                say(format_args!("Reading configuration from: <{}>", p.to_string_lossy()));
             }
             // SAFETY: `path` is the library's out-pointer; strdup returns a
             // malloc'd copy (or NULL) that the library will free.
@@ -264,7 +271,7 @@ unsafe extern "C" fn conf_path_callback(_context: *mut c_void, path: *mut *mut c
         }
         None => {
             if verbose {
-                eprintln!("Failed to locate a config path");
+                say(format_args!("Failed to locate a config path"));
             }
             SASL_FAIL
         }
@@ -283,7 +290,7 @@ unsafe extern "C" fn log_callback(_context: *mut c_void, level: c_int, message: 
     if shown && !message.is_null() {
         // SAFETY: Cyrus passes a NUL-terminated message valid for the call.
         let text = unsafe { CStr::from_ptr(message) };
-        eprintln!("SASL (severity {level}): {}", text.to_string_lossy());
+        say(format_args!("SASL (severity {level}): {}", text.to_string_lossy()));
     }
     SASL_OK
 }
