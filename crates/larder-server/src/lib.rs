@@ -25,6 +25,10 @@
 //! * `-Y` authentication: the file in `state/authfile.rs`, the handshake
 //!   in `wire/auth.rs`, and the one gate that runs it, before any protocol,
 //!   in `conn/session.rs`.
+//! * `-S` (SASL): the Cyrus library in `state/sasl.rs`, the commands and
+//!   the per-connection state (`ConnAuth`, shared with `-Y`) in
+//!   `exec/sasl.rs`, the unauthenticated gate in the binary parser
+//!   (`larder_proto::binary::parse_sasl`).
 //!
 //! Modules import only downwards: admin → conn → wire → exec → state →
 //! trace → net (`tests/layers.rs` checks it).
@@ -66,6 +70,8 @@ pub struct Prepared {
     restart: state::persist::RestartStats,
     /// `-Y`: the authfile, read before anything else can fail on it.
     auth: Option<state::authfile::Credentials>,
+    /// `-S`: Cyrus SASL, loaded and initialised before anything is bound.
+    sasl: Option<&'static state::sasl::Cyrus>,
 }
 
 impl Prepared {
@@ -87,6 +93,7 @@ pub fn prepare(settings: Settings) -> Result<Prepared, String> {
         }
         None => None,
     };
+    let sasl = if settings.sasl { Some(state::sasl::init(settings.verbose)?) } else { None };
     let store_config = larder_store::Config {
         memory_limit: settings.memory_limit,
         item_size_max: settings.item_size_max,
@@ -110,7 +117,7 @@ pub fn prepare(settings: Settings) -> Result<Prepared, String> {
         }
         restart = loaded.stats;
     }
-    Ok(Prepared { settings, store, bound, metrics, clock, restart, auth })
+    Ok(Prepared { settings, store, bound, metrics, clock, restart, auth, sasl })
 }
 
 /// Per-prefix accounting and the big-key list learn about the items a warm
@@ -137,12 +144,13 @@ pub struct Running {
 
 /// Start the worker, acceptor, logger and admin threads.
 pub fn start(p: Prepared, shutdown: Shutdown) -> Result<Running, String> {
-    let Prepared { settings, store, bound, metrics, clock, restart, auth } = p;
+    let Prepared { settings, store, bound, metrics, clock, restart, auth, sasl } = p;
     let listeners_count = bound.listeners.len() + bound.udp.len();
     let mut srv = Server::new(settings, store, listeners_count, shutdown);
     srv.clock = clock;
     srv.restart = restart;
     srv.auth = auth;
+    srv.sasl = sasl;
     if srv.restart.loaded && srv.settings.observe.enabled {
         account_restored(&srv);
     }

@@ -66,6 +66,13 @@ fn main() {
             exit(1);
         }
     }
+    // memcached initialises SASL here and exits 1 when it cannot.
+    if settings.sasl {
+        if let Err(e) = larder_server::state::sasl::init(settings.verbose) {
+            eprintln!("{e}");
+            exit(1);
+        }
+    }
     if let Some(user) = settings.user.as_deref().filter(|_| running_as_root()) {
         if lookup_user(user).is_none() {
             eprintln!("can't find the user {user} to switch to");

@@ -61,3 +61,42 @@ fn warm_requests_do_not_allocate() {
     // thousands. Allow a handful for one-off growth.
     assert!(during <= 8, "{during} allocations for 13,200 warm requests (stats costs {stats_cost})");
 }
+
+/// With `-S`, the per-request "is this connection authenticated" check is a
+/// bool handed to the binary parser: an authenticated binary connection
+/// allocates no more than any other warm one.
+#[test]
+fn warm_sasl_requests_do_not_allocate() {
+    use common::sasl::{packet, packet_ext, Conf, Server, PASSWORD};
+    let Some(conf) = Conf::new() else { return };
+    let srv = Server::larder(&conf, &["-t", "1"]);
+    let mut c = srv.connect();
+    assert_eq!(c.plain(PASSWORD).status, 0);
+    let batch = |c: &mut common::sasl::Bin, round: usize| {
+        let mut req = Vec::new();
+        for i in 0..50 {
+            let v = format!("value-{round}-{i}");
+            req.extend(packet_ext(0x11, format!("k{i}").as_bytes(), &[0; 8], v.as_bytes(), i)); // setq
+        }
+        for i in 0..50 {
+            req.extend(packet(0x0d, format!("k{i}").as_bytes(), b"", i)); // getkq
+        }
+        req.extend(packet(0x0a, b"", b"", 999)); // noop ends the batch
+        c.send(&req);
+        for _ in 0..50 {
+            assert_eq!(c.reply().status, 0);
+        }
+        assert_eq!(&c.reply().raw[12..16], &999u32.to_be_bytes());
+    };
+    for round in 0..20 {
+        batch(&mut c, round);
+    }
+    let a = c.stat_in(b"larder", "larder_allocations");
+    let b = c.stat_in(b"larder", "larder_allocations");
+    let stats_cost = b - a;
+    for round in 20..220 {
+        batch(&mut c, round);
+    }
+    let during = c.stat_in(b"larder", "larder_allocations") - b - stats_cost;
+    assert!(during <= 8, "{during} allocations for 20,200 warm authenticated requests (stats costs {stats_cost})");
+}

@@ -29,6 +29,10 @@
 //! With `-Y`, a session starts unauthenticated: until the handshake
 //! (`wire::auth`) succeeds, every request goes to it instead of the
 //! protocol front ends, so no command of any protocol reaches an executor.
+//! With `-S` (binary only), it starts unauthenticated too and the binary
+//! parser is told so (`binary::parse_sasl`): until a SASL exchange
+//! succeeds only SASL commands and `version` reach an executor, anything
+//! else is answered `AUTH_ERROR` and closes the connection.
 //!
 //! `watch` ends the session: once the logger accepts the watcher, the
 //! worker hands the socket to the logger thread ([`Status::Watch`]; see
@@ -37,6 +41,7 @@
 
 use crate::exec::output::Output;
 use crate::state::budget::ConnBudget;
+use crate::exec::sasl::ConnAuth;
 use crate::exec::{After, Ctx, Parking};
 use crate::wire::auth::{self, AuthStep, Outcome};
 use crate::wire::binary::{self as binwire, BinStep};
@@ -133,8 +138,9 @@ pub struct Session {
     pub close_reason: CloseReason,
     /// `watch` accepted: the connection now belongs to the logger.
     watch: Option<Reserved>,
-    /// Passed `-Y`'s handshake (always true without `-Y`).
-    authenticated: bool,
+    /// Whether it authenticated (`-Y`'s handshake or `-S`'s SASL; always
+    /// true without them) and its SASL conversation.
+    auth: ConnAuth,
     /// The request at the front of the read buffer waits for another
     /// client's refill of a key (`-o coalesce`); nothing behind it runs.
     ticket: Option<crate::state::coalesce::Ticket>,
@@ -155,7 +161,8 @@ struct Dump {
 }
 
 impl Session {
-    /// `authenticated`: false when the server requires `-Y`'s handshake.
+    /// `authenticated`: false when the server requires authentication
+    /// (`-Y` or `-S`).
     pub fn new(stream: Stream, info: Arc<ConnInfo>, now: Time, budget: Arc<ConnBudget>, authenticated: bool) -> Session {
         Session {
             stream,
@@ -178,7 +185,7 @@ impl Session {
             dump: None,
             close_reason: CloseReason::Error,
             watch: None,
-            authenticated,
+            auth: ConnAuth::new(!authenticated),
             ticket: None,
             retry: false,
         }
@@ -548,8 +555,9 @@ impl Session {
             // What the next request may produce before it pauses.
             self.out.pause_at = self.wstart + WRITE_HIGH_WATER;
             let buf = &self.rbuf[self.rstart..self.rend];
-            if !self.authenticated {
-                // The one gate before any protocol: see `wire::auth`.
+            if !self.auth.authenticated() && srv.auth.is_some() {
+                // -Y: the one gate before any protocol: see `wire::auth`.
+                // (-S's gate is the binary parser's, below.)
                 let check = |user: &[u8], pass: &[u8]| srv.auth.as_ref().is_some_and(|c| c.check(user, pass));
                 match auth::handshake(buf, check) {
                     AuthStep::Wait => break,
@@ -572,7 +580,7 @@ impl Session {
                         if outcome == Outcome::Failed {
                             bump(&ws.auth_errors, 1);
                         }
-                        self.authenticated = outcome == Outcome::Authenticated;
+                        self.auth.set_authenticated(outcome == Outcome::Authenticated);
                         larder_proto::reply::line(&mut self.out.buf, outcome.reply());
                         continue;
                     }
@@ -589,7 +597,12 @@ impl Session {
             if self.wire == Wire::Binary {
                 let mark = self.out.len();
                 let mut cx = Ctx::new(srv, ws, obs, now).parking(self.parking());
-                match binwire::triage(&mut cx, binary::parse(buf, &srv.limits), &mut self.out) {
+                let parsed = if srv.settings.sasl {
+                    binary::parse_sasl(buf, &srv.limits, self.auth.authenticated())
+                } else {
+                    binary::parse(buf, &srv.limits)
+                };
+                match binwire::triage(&mut cx, parsed, &mut self.out) {
                     BinStep::Run(request, consumed) => {
                         *allowance -= 1;
                         if !self.out.start_response() {
@@ -609,6 +622,16 @@ impl Session {
                         if self.closes_after(&after, quit) {
                             break;
                         }
+                    }
+                    BinStep::Sasl(request, consumed) => {
+                        *allowance -= 1;
+                        if !self.out.start_response() {
+                            self.overflow();
+                            break;
+                        }
+                        self.served += 1;
+                        binwire::sasl(&mut cx, &mut self.auth, &request, &mut self.out);
+                        self.rstart += consumed;
                     }
                     BinStep::Wait(needed) => {
                         if self.await_block(needed, budget, true) {

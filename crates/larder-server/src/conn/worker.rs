@@ -242,7 +242,7 @@ impl Worker {
                     self.sessions.len() - 1
                 }
             };
-            let mut session = Session::new(conn.stream, conn.info, now, self.srv.budget.clone(), self.srv.auth.is_none());
+            let mut session = Session::new(conn.stream, conn.info, now, self.srv.budget.clone(), self.srv.auth.is_none() && !self.srv.settings.sasl);
             if session.stream_mut().register(self.poll.registry(), Token(slot)).is_err() {
                 self.srv.registry.remove(session.info.fd);
                 self.srv.stats.conns.curr_connections.fetch_sub(1, Relaxed);

@@ -15,6 +15,7 @@
 //! | [`touch`]   | touch / — / TOUCH                                            |
 //! | [`flush`]   | flush_all / — / FLUSH FLUSHQ                                 |
 //! | [`admin`]   | version verbosity shutdown cache_memlimit debugtime …        |
+//! | [`sasl`]    | — / — / SASL_LIST_MECHS SASL_AUTH SASL_STEP (`-S`)           |
 //!
 //! An executor takes the request context ([`Ctx`]) and the command's
 //! arguments in the store's terms (expiry already converted to server
@@ -34,6 +35,7 @@ pub mod flush;
 pub mod output;
 pub mod read;
 pub mod report;
+pub mod sasl;
 pub mod store;
 pub mod touch;
 

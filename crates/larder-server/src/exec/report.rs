@@ -420,7 +420,7 @@ fn settings(srv: &Server, out: &mut Snapshot) {
     out.str("cas_enabled", yes_no(s.cas_enabled));
     out.u64("tcp_backlog", s.backlog as u64);
     out.str("binding_protocol", s.protocol.stats_name());
-    out.str("auth_enabled_sasl", "no");
+    out.str("auth_enabled_sasl", yes_no(s.sasl));
     // memcached names the file here (not "yes").
     out.str("auth_enabled_ascii", srv.auth.as_ref().map_or("no", |c| c.path()));
     out.u64("item_size_max", s.item_size_max as u64);

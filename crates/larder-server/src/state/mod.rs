@@ -5,7 +5,8 @@
 //! grace mode's winner table ([`grace`]), coalesced cold misses
 //! ([`coalesce`]), the connection-memory budget
 //! ([`budget`]), the warm restart's snapshot file ([`persist`]) and
-//! `-Y`'s credentials ([`authfile`]).
+//! `-Y`'s credentials ([`authfile`]) and `-S`'s Cyrus SASL library
+//! ([`sasl`]).
 
 pub mod authfile;
 pub mod budget;
@@ -14,5 +15,6 @@ pub mod coalesce;
 pub mod config;
 pub mod grace;
 pub mod persist;
+pub mod sasl;
 pub mod server;
 pub mod stats;

@@ -104,6 +104,8 @@ pub struct Server {
     pub restart: crate::state::persist::RestartStats,
     /// `-Y`: the credentials connections must present before any command.
     pub auth: Option<crate::state::authfile::Credentials>,
+    /// `-S`: the Cyrus SASL library, initialised at start-up.
+    pub sasl: Option<&'static crate::state::sasl::Cyrus>,
     verbosity: AtomicU32,
     stopping: AtomicBool,
     /// With `-C`: the second of the last immediate `flush_all` (0 = none).
@@ -151,6 +153,7 @@ impl Server {
             observer,
             restart: Default::default(),
             auth: None,
+            sasl: None,
             stopping: AtomicBool::new(false),
             nocas_flush_second: AtomicU32::new(0),
             store_baseline: Mutex::new(larder_store::Stats::default()),
