@@ -27,6 +27,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const WAKER: Token = Token(usize::MAX);
+/// Seconds a wholly expired segment stays before the once-a-second sweep
+/// frees it (memory pressure frees it at once).
+const RECLAIM_AFTER: u32 = 2;
 const UDP_BASE: usize = usize::MAX / 2;
 
 /// A connection accepted for a worker.
@@ -171,8 +174,12 @@ impl Worker {
                 // Expired segments go back to the pool now, not when memory
                 // runs out (each worker takes its share of the shards; here,
                 // so that departures reach this worker's observer). Items in
-                // grace (`-o grace`) are kept as long as it lasts.
-                let horizon = now.saturating_sub(srv.settings.grace.longest());
+                // grace (`-o grace`) are kept as long as it lasts. And every
+                // segment for RECLAIM_AFTER seconds past its expiry: a client
+                // that reads an item right after it expired (or one stored
+                // already expired, as memcached's stats.t does) must find it
+                // expired (`get_expired`), not gone (a plain miss).
+                let horizon = now.saturating_sub(srv.settings.grace.longest().max(RECLAIM_AFTER));
                 srv.store.reclaim_expired(horizon, self.id, srv.settings.threads);
                 if self.id == 0 {
                     srv.observer.maintain();
