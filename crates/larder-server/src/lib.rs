@@ -66,6 +66,8 @@ pub struct Prepared {
     restart: state::persist::RestartStats,
     /// `-Y`: the authfile, read before anything else can fail on it.
     auth: Option<state::authfile::Credentials>,
+    /// `-Z`: certificates and key loaded, rustls configured.
+    tls: Option<Arc<state::tls::TlsContext>>,
 }
 
 impl Prepared {
@@ -101,6 +103,10 @@ pub fn prepare(settings: Settings) -> Result<Prepared, String> {
         port => Some(admin::metrics::bind(&settings.observe.metrics_addr, port)?),
     };
     let clock = state::clock::Clock::new();
+    let tls = match settings.tls.enabled {
+        true => Some(Arc::new(state::tls::TlsContext::new(&settings.tls, clock.now())?)),
+        false => None,
+    };
     let mut restart = state::persist::RestartStats::default();
     if let Some(path) = &settings.memory_file {
         let now = larder_store::SnapshotClock { now: clock.now(), unix_now: clock.unix_now() };
@@ -110,7 +116,7 @@ pub fn prepare(settings: Settings) -> Result<Prepared, String> {
         }
         restart = loaded.stats;
     }
-    Ok(Prepared { settings, store, bound, metrics, clock, restart, auth })
+    Ok(Prepared { settings, store, bound, metrics, clock, restart, auth, tls })
 }
 
 /// Per-prefix accounting and the big-key list learn about the items a warm
@@ -137,12 +143,13 @@ pub struct Running {
 
 /// Start the worker, acceptor, logger and admin threads.
 pub fn start(p: Prepared, shutdown: Shutdown) -> Result<Running, String> {
-    let Prepared { settings, store, bound, metrics, clock, restart, auth } = p;
+    let Prepared { settings, store, bound, metrics, clock, restart, auth, tls } = p;
     let listeners_count = bound.listeners.len() + bound.udp.len();
     let mut srv = Server::new(settings, store, listeners_count, shutdown);
     srv.clock = clock;
     srv.restart = restart;
     srv.auth = auth;
+    srv.tls = tls;
     if srv.restart.loaded && srv.settings.observe.enabled {
         account_restored(&srv);
     }

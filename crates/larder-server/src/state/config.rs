@@ -69,6 +69,8 @@ pub struct Settings {
     /// Observability (`-o prefix_stats_max=`, `bigkeys=`, `hotkeys_window=`,
     /// `hotkeys_sample=`, `observe=off`).
     pub observe: ObserveSettings,
+    /// `-Z` and `-o ssl_*` (`state::tls`).
+    pub tls: crate::state::tls::TlsSettings,
     /// Warnings to print at start-up (flags accepted but without effect).
     pub warnings: Vec<String>,
 }
@@ -179,6 +181,7 @@ impl Default for Settings {
             lru_maintainer: true,
             grace: crate::state::grace::GraceConfig { lease: 5, ..Default::default() },
             observe: ObserveSettings::default(),
+            tls: Default::default(),
             warnings: Vec::new(),
         }
     }
@@ -388,7 +391,7 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, Us
                 'o' => parse_extended(v, &mut s)?,
                 'S' => return err("larder: -S (SASL authentication) is not supported"),
                 'Y' => s.auth_file = Some(v.to_string()),
-                'Z' => return err("larder: -Z (TLS) is not supported"),
+                'Z' => s.tls.enabled = true,
                 'e' => {
                     if v.is_empty() {
                         return err("larder: -e needs a file name");
@@ -492,6 +495,9 @@ fn parse_extended<'a>(list: &'a str, s: &mut Settings) -> Result<(), UsageError>
         let need = |v: Option<&'a str>| -> Result<&'a str, UsageError> {
             v.ok_or_else(|| UsageError(format!("larder: -o {name} needs a value ({name}=...)")))
         };
+        if s.tls.parse_option(name, value, &mut s.warnings).map_err(UsageError)? {
+            continue;
+        }
         match name {
             "idle_timeout" => {
                 let v = need(value)?;
@@ -600,6 +606,12 @@ fn validate(s: &Settings) -> Result<(), UsageError> {
     if s.item_size_max > ITEM_SIZE_MAX_UPPER {
         return err("Cannot set item size limit higher than a gigabyte.");
     }
+    if s.tls.enabled && s.port == 0 {
+        return err("ERROR: You cannot enable SSL without a TCP port.");
+    }
+    if !s.tls.enabled && s.listen.iter().any(|l| l.starts_with("notls:")) {
+        return err("'notls' option is valid only when SSL is enabled");
+    }
     if s.unix_socket.is_some() && s.udp_port != 0 && !s.listen.is_empty() {
         // memcached ignores network listeners when -s is given; so do we.
     }
@@ -645,6 +657,8 @@ pub fn help_text() -> String {
 -F, --disable-flush-all   disable flush_all command
 -X, --disable-dumping     disable stats cachedump and lru_crawler metadump
 -W, --disable-watch       disable watch commands (live logging)
+-Z, --enable-ssl          enable TLS/SSL (TLS 1.2 and 1.3); with -l, a 'notls:'
+                          prefix keeps a listener plain (-l notls:<ip>:<port>)
 -o, --extended            comma separated list of extended options
    - idle_timeout:        timeout for idle connections, seconds (default: 0, no timeout)
    - read_buf_mem_limit:  megabytes for connection buffers beyond 32 KiB per connection
@@ -671,6 +685,22 @@ pub fn help_text() -> String {
    - metrics_addr:        address for metrics_port (default: 127.0.0.1)
    - observe:             on|off: per-request accounting (default: on)
    - debugtime:           (tests only) enable the debugtime clock command
+   - ssl_chain_cert:      certificate chain file in PEM format
+   - ssl_key:             private key, if not part of the -ssl_chain_cert
+   - ssl_keyformat:       private key format (1 PEM, 2 DER) (default: 1, PEM)
+   - ssl_verify_mode:     peer certificate verification mode, default is 0(None).
+                          valid values are 0(None), 1(Request), 2(Require)
+                          or 3(Once: the same as 2, there is no renegotiation)
+   - ssl_ciphers:         TLS 1.2 cipher suites, OpenSSL names separated by ':'
+   - ssl_ca_cert:         PEM format file of acceptable client CA's
+   - ssl_wbuf_size:       size in kilobytes of per-connection TLS output buffer
+                          (default: 16)
+   - ssl_session_cache:   enable server-side TLS session cache, to support session
+                          resumption
+   - ssl_kernel_tls:      accepted; kernel TLS offload is not available (warning)
+   - ssl_min_version:     minimum protocol version to accept (default: tlsv1.2)
+                          valid values are 0(tlsv1.0), 1(tlsv1.1), 2(tlsv1.2), or 3(tlsv1.3);
+                          0 and 1 accept TLS 1.2 and up (no TLS 1.0/1.1 here)
 ",
         version = env!("CARGO_PKG_VERSION"),
         compat = crate::state::stats::VERSION,

@@ -14,3 +14,4 @@ pub mod grace;
 pub mod persist;
 pub mod server;
 pub mod stats;
+pub mod tls;

@@ -102,6 +102,9 @@ pub struct Server {
     pub restart: crate::state::persist::RestartStats,
     /// `-Y`: the credentials connections must present before any command.
     pub auth: Option<crate::state::authfile::Credentials>,
+    /// `-Z`: the TLS configuration new connections start from, and the
+    /// TLS counters of `stats`.
+    pub tls: Option<Arc<crate::state::tls::TlsContext>>,
     verbosity: AtomicU32,
     stopping: AtomicBool,
     /// With `-C`: the second of the last immediate `flush_all` (0 = none).
@@ -147,6 +150,7 @@ impl Server {
             observer,
             restart: Default::default(),
             auth: None,
+            tls: None,
             stopping: AtomicBool::new(false),
             nocas_flush_second: AtomicU32::new(0),
             store_baseline: Mutex::new(larder_store::Stats::default()),
