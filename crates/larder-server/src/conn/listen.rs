@@ -171,6 +171,11 @@ pub fn bind_all(s: &Settings) -> Result<Bound, String> {
             if s.udp_port != 0 {
                 let mut ua = addr;
                 ua.set_port(udp_port);
+                // Two -l entries for one interface (a TLS and a `notls:`
+                // port, say) share its one UDP socket.
+                if udp.iter().any(|u: &std::net::UdpSocket| u.local_addr().ok() == Some(ua)) {
+                    continue;
+                }
                 let u = std::net::UdpSocket::bind(ua).map_err(|e| format!("failed to listen on UDP {ua}: {e}"))?;
                 u.set_nonblocking(true).map_err(|e| e.to_string())?;
                 udp.push(u);
