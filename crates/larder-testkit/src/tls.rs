@@ -130,6 +130,8 @@ impl TlsClient {
     pub fn try_connect(port: u16, o: ClientOptions) -> std::io::Result<TlsClient> {
         let sock = TcpStream::connect(("127.0.0.1", port))?;
         sock.set_read_timeout(Some(crate::client::READ_TIMEOUT))?;
+        // A request and the records before it (key updates) go at once.
+        sock.set_nodelay(true)?;
         let name = ServerName::try_from("localhost").unwrap();
         let conn = rustls::ClientConnection::new(client_config(o), name).map_err(std::io::Error::other)?;
         let mut stream = rustls::StreamOwned::new(conn, sock);
