@@ -291,12 +291,15 @@ fn dispatch(srv: &Server, mut stream: Stream, peer: String, listen: String, inbo
     let conns = &srv.stats.conns;
     if conns.curr_connections.load(Relaxed) as usize >= srv.settings.max_connections {
         conns.rejected_connections.fetch_add(1, Relaxed);
-        // (a TLS client would take plain text for a broken record: it is
-        // only closed)
+        // In plain text even on a TLS listener, as memcached (which rejects
+        // before its handshake): a TLS client then fails on a bad record
+        // version and gives up quietly, where a bare close makes OpenSSL
+        // clients send an alert into a closed socket (SIGPIPE for a client
+        // that does not ignore it; memcached's t/maxconns.t is one).
         let _ = match &mut stream {
             Stream::Tcp(s) => s.write(REJECT),
             Stream::Unix(s) => s.write(REJECT),
-            Stream::Tls(_) => Ok(0),
+            Stream::Tls(t) => t.socket().write(REJECT),
         };
         return;
     }

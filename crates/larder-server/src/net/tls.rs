@@ -71,11 +71,19 @@ impl TlsStream {
         self.conn.wants_write()
     }
 
-    /// A handshake that never completed (timed out, or the peer left)
-    /// counts as memcached's `ssl_handshake_errors`.
+    /// The server closes the connection. A handshake that never completed
+    /// (timed out, or the peer left) counts as memcached's
+    /// `ssl_handshake_errors`; an established connection gets a
+    /// close_notify first if the socket takes it (as memcached's
+    /// SSL_shutdown), so the client sees an orderly end rather than a
+    /// truncation (OpenSSL clients answer that with an alert into a
+    /// closed socket).
     pub fn abandon(&mut self) {
         if self.conn.is_handshaking() {
             self.count_failure();
+        } else if !self.eof {
+            self.conn.send_close_notify();
+            let _ = self.send_pending();
         }
     }
 
