@@ -332,3 +332,28 @@ fn large_values_and_pipelines_through_tls() {
     }
     assert_eq!(l.connect().stat("ssl_handshake_errors"), 0);
 }
+
+#[test]
+fn metrics_listener_speaks_https_with_metrics_tls() {
+    let mport = free_port();
+    let (_l, _tls) = start(&["-o", &format!("metrics_port={mport},metrics_tls")]);
+    // (TlsClient verifies the server certificate against the test CA)
+    let mut c = TlsClient::connect(mport);
+    c.send(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    assert_eq!(c.line(), "HTTP/1.1 200 OK\r\n");
+    let mut body = Vec::new();
+    let _ = c.reader.read_to_end(&mut body);
+    let body = String::from_utf8_lossy(&body);
+    assert!(body.contains("larder_curr_connections"), "{body}");
+    // Plain HTTP on it gets no page.
+    let mut raw = std::net::TcpStream::connect(("127.0.0.1", mport)).unwrap();
+    raw.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+    raw.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").unwrap();
+    let mut got = Vec::new();
+    let _ = raw.read_to_end(&mut got);
+    assert!(!String::from_utf8_lossy(&got).contains("200 OK"));
+    // Without -Z it is refused at start-up.
+    let (code, err) = refused(&["-p", &free_port().to_string(), "-o", &format!("metrics_port={mport},metrics_tls")]);
+    assert_eq!(code, 64);
+    assert!(err.contains("metrics_tls needs -Z"), "{err}");
+}

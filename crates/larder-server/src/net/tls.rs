@@ -41,6 +41,8 @@ pub struct TlsStream {
     eof: bool,
     /// A failure was already counted (a handshake error counts once).
     failed: bool,
+    /// The last socket read returned less than it was offered.
+    drained: bool,
     counters: std::sync::Arc<TlsCounters>,
 }
 
@@ -50,7 +52,7 @@ fn would_block() -> io::Error {
 
 impl TlsStream {
     pub fn new(sock: TcpStream, conn: ServerConnection, counters: std::sync::Arc<TlsCounters>) -> TlsStream {
-        TlsStream { sock, conn, eof: false, failed: false, counters }
+        TlsStream { sock, conn, eof: false, failed: false, drained: false, counters }
     }
 
     pub fn socket(&mut self) -> &mut TcpStream {
@@ -116,7 +118,10 @@ impl TlsStream {
     /// Ok(true) when something was read (or the stream ended).
     fn pull(&mut self) -> io::Result<bool> {
         let n = loop {
-            match self.conn.read_tls(&mut self.sock) {
+            let mut probe = Probe { sock: &mut self.sock, short: false };
+            let r = self.conn.read_tls(&mut probe);
+            self.drained = probe.short;
+            match r {
                 Ok(n) => break n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
@@ -151,6 +156,7 @@ impl TlsStream {
     /// socket is drained (or ended); `Ok(0)`: the peer closed.
     pub fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let mut got = 0;
+        let mut socket_empty = false;
         loop {
             match self.conn.reader().read(&mut buf[got..]) {
                 Ok(0) if got < buf.len() => return Ok(got), // close_notify
@@ -166,8 +172,16 @@ impl TlsStream {
             if self.eof {
                 return Ok(got);
             }
+            if socket_empty {
+                // The last socket read gave less than rustls asked for: the
+                // socket is empty, and edge-triggered readiness will say
+                // when it is not. Asking again would only hear EAGAIN: a
+                // system call per request for nothing (the plain path
+                // avoids it too).
+                return if got > 0 { Ok(got) } else { Err(would_block()) };
+            }
             match self.pull() {
-                Ok(true) => {}
+                Ok(true) => socket_empty = self.drained,
                 Ok(false) => return if got > 0 { Ok(got) } else { Err(would_block()) },
                 Err(e) => return if got > 0 { Ok(got) } else { Err(e) },
             }
@@ -190,5 +204,20 @@ impl TlsStream {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(n),
             Err(e) => Err(e),
         }
+    }
+}
+
+/// The socket as rustls reads it, noting whether a read came back short
+/// (the socket had no more).
+struct Probe<'a> {
+    sock: &'a mut TcpStream,
+    short: bool,
+}
+
+impl Read for Probe<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.sock.read(buf)?;
+        self.short = n < buf.len();
+        Ok(n)
     }
 }

@@ -609,6 +609,9 @@ fn validate(s: &Settings) -> Result<(), UsageError> {
     if s.tls.enabled && s.port == 0 {
         return err("ERROR: You cannot enable SSL without a TCP port.");
     }
+    if s.tls.metrics && !s.tls.enabled {
+        return err("larder: -o metrics_tls needs -Z (it uses -Z's certificate and settings)");
+    }
     if !s.tls.enabled && s.listen.iter().any(|l| l.starts_with("notls:")) {
         return err("'notls' option is valid only when SSL is enabled");
     }
@@ -683,6 +686,8 @@ pub fn help_text() -> String {
                           above (default: auto)
    - metrics_port:        serve Prometheus /metrics on this port (default: 0, off)
    - metrics_addr:        address for metrics_port (default: 127.0.0.1)
+   - metrics_tls:         serve metrics_port over HTTPS with -Z's certificate and
+                          ssl_* settings (needs -Z)
    - observe:             on|off: per-request accounting (default: on)
    - debugtime:           (tests only) enable the debugtime clock command
    - ssl_chain_cert:      certificate chain file in PEM format
@@ -698,6 +703,8 @@ pub fn help_text() -> String {
    - ssl_session_cache:   enable server-side TLS session cache, to support session
                           resumption
    - ssl_kernel_tls:      accepted; kernel TLS offload is not available (warning)
+   - ssl_handshake_timeout: seconds a TLS handshake may take before the
+                          connection is closed (default: 10)
    - ssl_min_version:     minimum protocol version to accept (default: tlsv1.2)
                           valid values are 0(tlsv1.0), 1(tlsv1.1), 2(tlsv1.2), or 3(tlsv1.3);
                           0 and 1 accept TLS 1.2 and up (no TLS 1.0/1.1 here)

@@ -54,6 +54,9 @@ pub struct TlsSettings {
     /// has no limit; a client that never finishes would hold a connection
     /// slot for good).
     pub handshake_timeout: u32,
+    /// larder's own `-o metrics_tls`: the admin listener (`metrics_port`)
+    /// speaks HTTPS with these settings.
+    pub metrics: bool,
 }
 
 impl Default for TlsSettings {
@@ -71,6 +74,7 @@ impl Default for TlsSettings {
             kernel_tls: false,
             min_version: 2,
             handshake_timeout: 10,
+            metrics: false,
         }
     }
 }
@@ -108,6 +112,7 @@ impl TlsSettings {
                 self.wbuf_size = kib as usize * 1024;
             }
             "ssl_session_cache" => self.session_cache = true,
+            "metrics_tls" => self.metrics = true,
             "ssl_handshake_timeout" => {
                 let v = need(value)?;
                 self.handshake_timeout = v.parse().ok().filter(|&n| n > 0).ok_or_else(|| format!("could not parse argument to {name}"))?;
