@@ -3,8 +3,9 @@
 //! aggregate (store, clock, counters, observer, watch logger, grace
 //! winners, connection registry), the [`clock`], the request [`stats`] and
 //! grace mode's winner table ([`grace`]), the connection-memory budget
-//! ([`budget`]), the warm restart's snapshot file ([`persist`]) and
-//! `-Y`'s credentials ([`authfile`]).
+//! ([`budget`]), the warm restart's snapshot file ([`persist`]),
+//! `-Y`'s credentials ([`authfile`]) and `-Z`'s TLS settings and rustls
+//! configuration ([`tls`]).
 
 pub mod authfile;
 pub mod budget;
