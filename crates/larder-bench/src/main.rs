@@ -23,6 +23,7 @@ mod scenarios;
 mod server;
 mod stampede;
 mod stats;
+mod tls;
 mod trace;
 mod workload;
 
@@ -33,7 +34,8 @@ use scenarios::Kind;
 
 const USAGE: &str = "\
 usage:
-  larder-bench run --server HOST:PORT [--scenario NAME] [--pid PID] [--smoke] [--json] [knobs]
+  larder-bench run --server HOST:PORT [--scenario NAME] [--pid PID] [--smoke] [--json]
+                   [--tls-ca CA.pem (TLS to a -Z server)] [knobs]
   larder-bench compare [--memcached BIN] [--larder BIN] [--rounds N] [--out BENCHMARKS.md]
                        [--smoke] [--scenarios a,b,...] [--server-threads 1] [--server-cpu 0]
                        [--gen-cpu 1] [--traces DIR] [--results-dir DIR] [--note TEXT] [--no-chart]
@@ -106,6 +108,9 @@ fn cmd_run(argv: &[String]) -> Result<i32, String> {
     }
     if let Some(cpus) = a.str("gen-cpu") {
         server::pin_self(&cpus)?;
+    }
+    if let Some(ca) = a.str("tls-ca") {
+        tls::enable(&ca)?;
     }
     a.check_unused()?;
     if sc.knobs.rate.is_none() && sc.knobs.rate_of_peak.is_some() {

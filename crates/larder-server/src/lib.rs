@@ -72,6 +72,8 @@ pub struct Prepared {
     auth: Option<state::authfile::Credentials>,
     /// `-S`: Cyrus SASL, loaded and initialised before anything is bound.
     sasl: Option<&'static state::sasl::Cyrus>,
+    /// `-Z`: certificates and key loaded, rustls configured.
+    tls: Option<Arc<state::tls::TlsContext>>,
 }
 
 impl Prepared {
@@ -108,6 +110,10 @@ pub fn prepare(settings: Settings) -> Result<Prepared, String> {
         port => Some(admin::metrics::bind(&settings.observe.metrics_addr, port)?),
     };
     let clock = state::clock::Clock::new();
+    let tls = match settings.tls.enabled {
+        true => Some(Arc::new(state::tls::TlsContext::new(&settings.tls, clock.now())?)),
+        false => None,
+    };
     let mut restart = state::persist::RestartStats::default();
     if let Some(path) = &settings.memory_file {
         let now = larder_store::SnapshotClock { now: clock.now(), unix_now: clock.unix_now() };
@@ -117,7 +123,7 @@ pub fn prepare(settings: Settings) -> Result<Prepared, String> {
         }
         restart = loaded.stats;
     }
-    Ok(Prepared { settings, store, bound, metrics, clock, restart, auth, sasl })
+    Ok(Prepared { settings, store, bound, metrics, clock, restart, auth, sasl, tls })
 }
 
 /// Per-prefix accounting and the big-key list learn about the items a warm
@@ -144,13 +150,14 @@ pub struct Running {
 
 /// Start the worker, acceptor, logger and admin threads.
 pub fn start(p: Prepared, shutdown: Shutdown) -> Result<Running, String> {
-    let Prepared { settings, store, bound, metrics, clock, restart, auth, sasl } = p;
+    let Prepared { settings, store, bound, metrics, clock, restart, auth, sasl, tls } = p;
     let listeners_count = bound.listeners.len() + bound.udp.len();
     let mut srv = Server::new(settings, store, listeners_count, shutdown);
     srv.clock = clock;
     srv.restart = restart;
     srv.auth = auth;
     srv.sasl = sasl;
+    srv.tls = tls;
     if srv.restart.loaded && srv.settings.observe.enabled {
         account_restored(&srv);
     }

@@ -130,6 +130,8 @@ pub struct Session {
     wire: Wire,
     /// Relative time of the last request (for idle timeouts).
     pub last_active: Time,
+    /// Relative time the connection was adopted (TLS handshake timeout).
+    pub opened: Time,
     /// Requests executed since the worker last took this count (latency).
     pub served: u32,
     /// An `lru_crawler metadump` in progress.
@@ -181,6 +183,7 @@ impl Session {
             closing: false,
             wire: Wire::Undecided,
             last_active: now,
+            opened: now,
             served: 0,
             dump: None,
             close_reason: CloseReason::Error,
@@ -229,9 +232,15 @@ impl Session {
         }
     }
 
-    /// Replies are waiting for the socket to accept them.
+    /// Replies are waiting for the socket to accept them (in the session's
+    /// buffer, or encrypted inside a TLS stream).
     pub fn has_pending_output(&self) -> bool {
-        self.wstart < self.out.len()
+        self.wstart < self.out.len() || self.stream.wants_write()
+    }
+
+    /// A TLS handshake still under way (the worker times it out).
+    pub fn is_handshaking(&self) -> bool {
+        self.stream.is_handshaking()
     }
 
     /// Whether the connection sits between requests (idle-timeout eligible).
@@ -779,6 +788,12 @@ impl Session {
 
     /// Write pending output; false if the connection is broken.
     fn flush(&mut self, ws: &WorkerStats) -> bool {
+        // What a TLS stream encrypted earlier goes first.
+        match self.stream.send_pending() {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+            Err(_) => return false,
+        }
         while self.wstart < self.out.len() {
             match self.stream.write(&self.out.buf[self.wstart..]) {
                 Ok(0) => return false,

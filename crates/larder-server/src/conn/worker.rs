@@ -287,6 +287,7 @@ impl Worker {
                 self.parked.retain(|t| t.0 != slot);
             }
             session.release(&self.srv.budget);
+            session.stream_mut().abandon();
             self.srv.log.conn_close(session.info.fd, &session.info.addr, session.close_reason);
             let _ = session.stream_mut().deregister(self.poll.registry());
             self.srv.registry.remove(session.info.fd);
@@ -355,23 +356,33 @@ impl Worker {
         }
     }
 
-    /// Close connections idle longer than `-o idle_timeout`.
+    /// Close connections idle longer than `-o idle_timeout`, and TLS
+    /// connections whose handshake has taken longer than
+    /// `-o ssl_handshake_timeout` (whatever `idle_timeout` says: a client
+    /// that starts a handshake and never finishes it would otherwise hold
+    /// its connection slot and rustls's buffers for good).
     fn sweep_idle(&mut self, now: u32) {
         let limit = self.srv.settings.idle_timeout;
-        if limit == 0 {
+        let handshake_limit = self.srv.settings.tls.handshake_timeout;
+        if limit == 0 && self.srv.tls.is_none() {
             return;
         }
         let mut idle = Vec::new();
         for (slot, s) in self.sessions.iter().enumerate() {
             if let Some(s) = s {
-                if s.is_idle() && now.saturating_sub(s.last_active) > limit {
+                let idle_too_long = limit != 0 && s.is_idle() && now.saturating_sub(s.last_active) > limit;
+                let handshake_too_long = s.is_handshaking() && now.saturating_sub(s.opened) >= handshake_limit;
+                if idle_too_long || handshake_too_long {
                     idle.push(slot);
                 }
             }
         }
         for slot in idle {
-            bump(&self.srv.stats.workers[self.id].idle_kicks, 1);
             if let Some(s) = &mut self.sessions[slot] {
+                // (a handshake timeout counts in ssl_handshake_errors, at close)
+                if !s.is_handshaking() {
+                    bump(&self.srv.stats.workers[self.id].idle_kicks, 1);
+                }
                 s.close_reason = crate::trace::watch::CloseReason::IdleTimeout;
             }
             self.close(slot);

@@ -3,10 +3,10 @@
 //! aggregate (store, clock, counters, observer, watch logger, grace
 //! winners, connection registry), the [`clock`], the request [`stats`] and
 //! grace mode's winner table ([`grace`]), coalesced cold misses
-//! ([`coalesce`]), the connection-memory budget
-//! ([`budget`]), the warm restart's snapshot file ([`persist`]) and
-//! `-Y`'s credentials ([`authfile`]) and `-S`'s Cyrus SASL library
-//! ([`sasl`]).
+//! ([`coalesce`]), the connection-memory budget ([`budget`]), the warm
+//! restart's snapshot file ([`persist`]), `-Y`'s credentials
+//! ([`authfile`]), `-S`'s Cyrus SASL library ([`sasl`]) and `-Z`'s TLS
+//! settings and rustls configuration ([`tls`]).
 
 pub mod authfile;
 pub mod budget;
@@ -18,3 +18,4 @@ pub mod persist;
 pub mod sasl;
 pub mod server;
 pub mod stats;
+pub mod tls;

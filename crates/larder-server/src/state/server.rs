@@ -106,6 +106,9 @@ pub struct Server {
     pub auth: Option<crate::state::authfile::Credentials>,
     /// `-S`: the Cyrus SASL library, initialised at start-up.
     pub sasl: Option<&'static crate::state::sasl::Cyrus>,
+    /// `-Z`: the TLS configuration new connections start from, and the
+    /// TLS counters of `stats`.
+    pub tls: Option<Arc<crate::state::tls::TlsContext>>,
     verbosity: AtomicU32,
     stopping: AtomicBool,
     /// With `-C`: the second of the last immediate `flush_all` (0 = none).
@@ -154,6 +157,7 @@ impl Server {
             restart: Default::default(),
             auth: None,
             sasl: None,
+            tls: None,
             stopping: AtomicBool::new(false),
             nocas_flush_second: AtomicU32::new(0),
             store_baseline: Mutex::new(larder_store::Stats::default()),

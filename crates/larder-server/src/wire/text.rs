@@ -119,7 +119,16 @@ pub fn execute(cx: &mut Ctx<'_>, req: Request<'_>, out: &mut Output, resume: usi
         // `lru_crawler metadump` and `watch` take over the connection and
         // are handled by the session before it gets here. The rest are
         // memcached subsystems larder does not have (slab mover, LRU
-        // tuning, extstore, TLS): memcached's `ERROR` for an unknown command.
+        // tuning, extstore): memcached's `ERROR` for an unknown command.
+        Request::Admin { command: AdminCommand::RefreshCerts, args } => {
+            // memcached: noreply silences the OK, never the error.
+            let noreply = args.split(|&b| b == b' ').rfind(|w| !w.is_empty()) == Some(&b"noreply"[..]);
+            match exec::admin::refresh_certs(cx) {
+                Ok(()) if !noreply => out.extend_from_slice(reply::OK),
+                Ok(()) => {}
+                Err(msg) => reply::line(out, &msg),
+            }
+        }
         Request::Admin { command, args: _ } => match command {
             AdminCommand::Slabs
             | AdminCommand::Lru
