@@ -129,6 +129,12 @@ else
   if [ -z "${SSL_TEST:-}" ]; then
     # TLS-only files: run by the --tls pass (see --tls above)
     mapfile -t files < <(printf '%s\n' "${files[@]}" | grep -v '^ssl_' || true)
+  else
+    # t/binary-sasl.t calls send() on its socket, which IO::Socket::SSL does
+    # not implement: in TLS mode it dies after 4 tests against memcached
+    # 1.6.18 itself ("Use of send() not implemented in IO::Socket::SSL").
+    # It runs in the plain pass.
+    mapfile -t files < <(printf '%s\n' "${files[@]}" | grep -vx 'binary-sasl' || true)
   fi
 fi
 for f in "${files[@]}"; do
