@@ -180,12 +180,6 @@ fn binary_gets_wait_too() {
     assert_eq!(&noop[..2], &[0x81, 0x0a]);
 }
 
-/// The server's resident set, from /proc.
-fn rss_kib(l: &Larder) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{}/status", l.child.id())).unwrap();
-    status.lines().find_map(|line| line.strip_prefix("VmRSS:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).unwrap()
-}
-
 /// A parked connection stops reading: what its client pipelines behind the
 /// parked get waits in the socket, not in the server, and all of it is
 /// answered in order once the refill comes.
@@ -199,7 +193,7 @@ fn a_parked_connection_buffers_nothing_behind_it() {
     let mut b = l.connect();
     b.send(b"get k\r\n");
     still_waiting(&mut b);
-    let before = rss_kib(&l);
+    let before = l.rss_bytes() / 1024;
     // As much as the sockets take, without blocking: gets of a key that hits.
     let mut w = b.stream().try_clone().unwrap();
     w.set_nonblocking(true).unwrap();
@@ -216,7 +210,7 @@ fn a_parked_connection_buffers_nothing_behind_it() {
     }
     w.set_nonblocking(false).unwrap();
     assert!(sent > 1 << 20, "the client could pipeline only {sent} bytes");
-    let grown = rss_kib(&l).saturating_sub(before);
+    let grown = (l.rss_bytes() / 1024).saturating_sub(before);
     assert!(grown < 2048, "{sent} bytes pipelined behind a parked get grew the server by {grown} KiB");
     a.expect(b"set k 0 0 1\r\nv\r\n", b"STORED\r\n");
     // Released: the server reads again, and the last partial line can be

@@ -19,14 +19,9 @@ const MIB: u64 = 1 << 20;
 /// of the connections a test opens.
 const ALLOWANCE: u64 = 64 * MIB;
 
+/// The server's resident set.
 fn rss(l: &Larder) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{}/status", l.child.id())).unwrap();
-    let kb: u64 = status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
-    kb * 1024
+    l.rss_bytes()
 }
 
 /// A TLS larder (plain admin listener on the launcher's port) with
