@@ -163,7 +163,6 @@ pub fn start(p: Prepared, shutdown: Shutdown) -> Result<Running, String> {
     }
     let srv = Arc::new(srv);
     conn::listen::register_listeners(&srv, &bound.listeners, &bound.udp);
-    trace::observe::install_departure_hook(&srv.store, &srv.log, srv.settings.observe.enabled, srv.settings.watch_enabled);
     if srv.settings.watch_enabled {
         trace::watch::start(srv.log.clone(), srv.clone()).map_err(|e| format!("larder: cannot start the logger thread: {e}"))?;
     }
