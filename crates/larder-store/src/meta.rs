@@ -163,7 +163,7 @@ impl Store {
 
     /// [`invalidate`](Self::invalidate), with what the stale copy charged
     /// and the item it replaced released (nothing when no room for the copy
-    /// made it a removal, which the departure hook reports as `Dropped`).
+    /// made it a removal, which the call reports as a departure, `Dropped`).
     pub fn invalidate_charged(
         &self,
         key: &[u8],

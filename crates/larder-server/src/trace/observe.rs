@@ -25,7 +25,7 @@
 //! Per-prefix `items`/`bytes` follow the store exactly: every way an item
 //! arrives, grows or leaves is reported (storage commands here, evictions,
 //! expiries, moves and the old values failed sets drop through the store's
-//! departure hook), and the rows always sum to `stats` `curr_items`/`bytes`
+//! departures, reported to the worker that caused them), and the rows always sum to `stats` `curr_items`/`bytes`
 //! (tests/observe.rs). Differences from memcached and costs to know:
 //! * meta commands (`mg ms md`) count in memcached's `stats detail` counters
 //!   here; memcached counts only text and binary get/set/delete there.

@@ -56,7 +56,7 @@
 //!   memcached's `cmd=` (a `C`/CAS turns set/replace into `cas`). incr,
 //!   decr, touch and delete log no `item_store`.
 //! * `evictions`: one line per item evicted to make room (the store's
-//!   departure hook); items that expired or were flushed are not logged,
+//!   departure reports); items that expired or were flushed are not logged,
 //!   as memcached logs only LRU evictions.
 //! * `connevents`: `conn_new` when a worker adopts a TCP or Unix
 //!   connection, `conn_close` with memcached's reason (`normal`: the
