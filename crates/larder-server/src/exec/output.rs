@@ -12,10 +12,31 @@
 //!   the front end asks [`Output::reserve`]; a value that does not fit is
 //!   not sent and the command answers memcached's `SERVER_ERROR out of
 //!   memory writing get response` instead.
+//! * `pins`: values stored as large objects are not copied at all. The
+//!   reply's header goes into the buffer, the value is queued as a
+//!   [`Pinned`] reference to the store's bytes at that point of the stream
+//!   ([`Output::push_pinned`]), and what follows it (`\r\n`, the next
+//!   reply) goes into the buffer again; the session writes the pieces in
+//!   order with one `writev` ([`Output::slices`]). Pinned bytes stay
+//!   charged to the store's memory limit (`-m`) until sent, not to the
+//!   connection budget, and count as unsent output for `pause_at`, so a
+//!   connection that does not read holds at most one such value beyond
+//!   its bound.
 
 use crate::state::budget::ConnBudget;
+use larder_store::{Item, Pinned};
+use std::collections::VecDeque;
+use std::io::IoSlice;
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
+
+/// A pinned value and where it goes in the stream: after `buf[..at]`.
+struct PinAt {
+    at: usize,
+    pin: Pinned,
+    /// Bytes of it already written.
+    sent: usize,
+}
 
 pub struct Output {
     pub buf: Vec<u8>,
@@ -35,6 +56,13 @@ pub struct Output {
     /// response objects under `-o read_buf_mem_limit`; unlimited without).
     resp_unsent: usize,
     pub resp_limit: usize,
+    /// Pinned values between the buffer's bytes, in stream order.
+    pins: VecDeque<PinAt>,
+    /// Their bytes not written yet.
+    pinned_unsent: usize,
+    /// Whether values may be pinned (the writer knows how to send them:
+    /// TCP/TLS/Unix sessions, not UDP, which cuts the buffer into datagrams).
+    pinning: bool,
 }
 
 impl Deref for Output {
@@ -53,13 +81,32 @@ impl DerefMut for Output {
 impl Output {
     /// Output whose growth is not budgeted.
     pub fn new(capacity: usize) -> Output {
-        Output { buf: Vec::with_capacity(capacity), pause_at: usize::MAX, budget: None, rest: capacity, charged: 0, refused: false, refusals: 0, resp_unsent: 0, resp_limit: usize::MAX }
+        Output { buf: Vec::with_capacity(capacity), pause_at: usize::MAX, budget: None, rest: capacity, charged: 0, refused: false, refusals: 0, resp_unsent: 0, resp_limit: usize::MAX, pins: VecDeque::new(), pinned_unsent: 0, pinning: false }
     }
 
     /// Output whose capacity past `capacity` is charged to `budget`.
     pub fn budgeted(capacity: usize, budget: Arc<ConnBudget>) -> Output {
         let resp_limit = budget.resp_limit;
         Output { budget: Some(budget), resp_limit, ..Output::new(capacity) }
+    }
+
+    /// This output's writer sends pinned values ([`Output::slices`]).
+    pub fn with_pins(mut self) -> Output {
+        self.pinning = true;
+        self
+    }
+
+    /// The value of `item` pinned, if it is a large object and this output
+    /// sends pinned values: the caller then encodes the reply's header and
+    /// queues the pin ([`push_pinned`](Self::push_pinned)) instead of
+    /// copying the value.
+    #[inline]
+    pub fn pin(&self, item: &Item<'_>) -> Option<Pinned> {
+        if self.pinning {
+            item.pin()
+        } else {
+            None
+        }
     }
 
     /// Charge the budget for the capacity the buffer has now (growth that
@@ -89,7 +136,96 @@ impl Output {
     /// Whether to stop producing until the socket takes what is pending.
     #[inline]
     pub fn should_pause(&self) -> bool {
-        self.buf.len() >= self.pause_at
+        self.buf.len() + self.pinned_unsent >= self.pause_at
+    }
+
+    /// Queues a pinned value at the current end of the output: it is
+    /// written after the bytes before it and before any added later.
+    pub fn push_pinned(&mut self, pin: Pinned) {
+        self.pinned_unsent += pin.len();
+        self.pins.push_back(PinAt { at: self.buf.len(), pin, sent: 0 });
+    }
+
+    /// Bytes not yet written, pinned values included, when the buffer's
+    /// bytes before `wstart` have been.
+    #[inline]
+    pub fn unsent(&self, wstart: usize) -> usize {
+        self.buf.len() - wstart + self.pinned_unsent
+    }
+
+    /// Whether pinned values are queued.
+    #[inline]
+    pub fn has_pins(&self) -> bool {
+        !self.pins.is_empty()
+    }
+
+    /// Drops the output past `len` bytes of the buffer (a reply taken back),
+    /// with the pinned values queued after them. Every reply starts with
+    /// bytes in the buffer (its header), so a value pinned at exactly `len`
+    /// belongs to a reply before the cut and stays.
+    pub fn truncate(&mut self, len: usize) {
+        self.buf.truncate(len);
+        while self.pins.back().is_some_and(|p| p.at > len) {
+            let p = self.pins.pop_back().expect("checked");
+            self.pinned_unsent -= p.pin.len() - p.sent;
+        }
+    }
+
+    /// Everything was written: empty the buffer and unpin every value.
+    pub fn clear(&mut self) {
+        self.buf.clear();
+        self.pins.clear();
+        self.pinned_unsent = 0;
+    }
+
+    /// The unsent output from `wstart` as slices in stream order (buffer
+    /// bytes and pinned values interleaved), as many as `iov` holds; how
+    /// many were filled.
+    pub fn slices<'a>(&'a self, wstart: usize, iov: &mut [IoSlice<'a>]) -> usize {
+        let mut pos = wstart;
+        let mut n = 0;
+        for p in &self.pins {
+            if p.at > pos {
+                if n == iov.len() {
+                    return n;
+                }
+                iov[n] = IoSlice::new(&self.buf[pos..p.at]);
+                n += 1;
+                pos = p.at;
+            }
+            if n == iov.len() {
+                return n;
+            }
+            iov[n] = IoSlice::new(&p.pin[p.sent..]);
+            n += 1;
+        }
+        if pos < self.buf.len() && n < iov.len() {
+            iov[n] = IoSlice::new(&self.buf[pos..]);
+            n += 1;
+        }
+        n
+    }
+
+    /// `n` more bytes of what [`slices`](Self::slices) offered were written:
+    /// moves `wstart` and the pinned values on, unpinning those sent.
+    pub fn advance(&mut self, wstart: &mut usize, mut n: usize) {
+        while n > 0 {
+            let next = self.pins.front().map_or(self.buf.len(), |p| p.at);
+            if *wstart < next {
+                let t = (next - *wstart).min(n);
+                *wstart += t;
+                n -= t;
+                continue;
+            }
+            let p = self.pins.front_mut().expect("written past the end of the output");
+            let t = (p.pin.len() - p.sent).min(n);
+            p.sent += t;
+            n -= t;
+            self.pinned_unsent -= t;
+            if p.sent == p.pin.len() {
+                self.pins.pop_front();
+            }
+        }
     }
 
     /// Whether `n` more bytes fit: in spare capacity, or by growing within
