@@ -237,3 +237,82 @@ fn a_value_that_does_not_fit_the_budget_gets_memcacheds_error() {
         );
     }
 }
+
+/// Reads one `VALUE key 0 len` reply of `len` copies of `byte` (then what
+/// follows it up to `END`, when `end`) from a connection that stalled.
+fn read_value(s: &mut TcpStream, key: &str, len: usize, byte: u8) {
+    let head = format!("VALUE {key} 0 {len}\r\n");
+    let mut got = vec![0u8; head.len() + len + 2];
+    s.read_exact(&mut got).unwrap();
+    assert_eq!(&got[..head.len()], head.as_bytes(), "reply to a stalled get of {key}");
+    assert!(got[head.len()..head.len() + len].iter().all(|&b| b == byte), "{key}: bytes changed under the reader");
+    assert_eq!(&got[head.len() + len..], b"\r\n");
+}
+
+/// Large values (bigger than a segment) go out pinned in the store, not
+/// copied. Hundreds of connections ask for the same and different ones and
+/// never read; then the values are overwritten, deleted and replaced by as
+/// many new ones. Pinned bytes stay counted in `-m` until sent, so memory
+/// stays within the bound, the new sets still succeed (evicting), and a
+/// stalled reader that finally reads gets the bytes it asked for, though
+/// its key now holds something else.
+#[test]
+fn readers_that_never_read_pin_large_values_within_the_memory_limit() {
+    let l = Larder::start(&["-m", "64", "-t", "2", "-I", "4m"]);
+    let mut c = l.connect();
+    const LEN: usize = 3 << 20;
+    for (i, byte) in (b'a'..b'e').enumerate() {
+        set_value(&mut c, &format!("big{i}"), LEN, byte);
+    }
+    let limit = bound(&mut c);
+    let mut hogs = Vec::new();
+    for n in 0..200 {
+        let mut s = raw(&l);
+        // Half ask for one value many times (each value has its askers),
+        // half for all of them at once.
+        let req = if n % 2 == 0 {
+            format!("get big{}\r\n", n / 2 % 4).repeat(50)
+        } else {
+            "get big0 big1 big2 big3\r\n".to_string()
+        };
+        s.write_all(req.as_bytes()).unwrap();
+        hogs.push(s);
+    }
+    let peak = peak_rss_over(&l, Duration::from_secs(2));
+    assert!(peak < limit, "RSS {} MiB over the bound {} MiB", peak / MIB, limit / MIB);
+    // The store lets go of every pinned value, and needs the memory back.
+    for i in 0..4 {
+        if i % 2 == 0 {
+            c.expect(format!("delete big{i}\r\n").as_bytes(), b"DELETED\r\n");
+        } else {
+            set_value(&mut c, &format!("big{i}"), LEN, b'z');
+        }
+    }
+    for i in 0..16 {
+        set_value(&mut c, &format!("new{i}"), LEN, b'n');
+    }
+    let peak = peak_rss_over(&l, Duration::from_secs(1));
+    assert!(peak < limit, "after replacing them: RSS {} MiB over the bound {} MiB", peak / MIB, limit / MIB);
+    served(&l, "normal", b"still served");
+    // A stalled reader gets the value as it was when it asked.
+    read_value(&mut hogs[2], "big1", LEN, b'b');
+    read_value(&mut hogs[3], "big0", LEN, b'a');
+    read_value(&mut hogs[3], "big1", LEN, b'b');
+    // With nothing stored, the pinned old versions are still counted in
+    // `-m`, and given back once their readers go.
+    // (Some were evicted by the sets above: NOT_FOUND is fine.)
+    let keys = (0..16).map(|i| format!("new{i}")).chain(["big1".into(), "big3".into()]);
+    for key in keys {
+        c.send(format!("delete {key}\r\n").as_bytes());
+        let reply = c.line();
+        let reply = reply.trim_end();
+        assert!(reply == "DELETED" || reply == "NOT_FOUND", "delete {key}: {reply}");
+    }
+    assert_eq!(c.stat("curr_items"), 1, "only `normal` left");
+    let pinned = c.stat("larder_memory_used");
+    assert!(pinned >= 4 * LEN as u64, "pinned values not counted: {pinned} bytes");
+    drop(hogs);
+    let released = eventually(|| l.connect().stat("larder_memory_used") + 4 * LEN as u64 <= pinned);
+    assert!(released, "pinned bytes not given back: {} of {pinned}", l.connect().stat("larder_memory_used"));
+    assert!(rss(&l) < limit);
+}

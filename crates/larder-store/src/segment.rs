@@ -202,10 +202,15 @@ impl SegTable {
         &s.buf[off as usize..s.write_off]
     }
 
+    /// The item bytes at `off` for patching. For a large object a reader
+    /// has pinned, only its header and key: the value cannot change while
+    /// it is being sent ([`large`](crate::large)).
     pub fn bytes_mut(&mut self, id: u32, off: u32) -> &mut [u8] {
         let s = self.get_mut(id);
         let end = s.write_off;
-        &mut s.buf[off as usize..end]
+        let buf = &mut s.buf[..];
+        let end = end.min(buf.len());
+        &mut buf[off as usize..end]
     }
 
     /// Copies `len` bytes from (`src`, `src_off`) to (`dst`, `dst_off`); the
