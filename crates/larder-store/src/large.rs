@@ -14,11 +14,16 @@
 //!
 //! A large object's bytes are reserved from the pool (`-m`) when it is
 //! allocated and are released when the *last* reference drops (`Drop` of
-//! [`LargeObject`]), not when the store lets go of it. Bytes of an
-//! evicted object still being sent therefore stay charged to `-m`: the
-//! store evicts other data (or answers out of memory) instead of
-//! allocating past the limit, and the process stays within `-m` plus the
-//! connection budget by construction, however slowly clients read.
+//! [`LargeObject`]), not when the store lets go of it. When the store lets
+//! go of one that readers still pin (it was replaced, deleted, evicted,
+//! flushed), its charge moves to the [`PinSpill`] if that has room — the
+//! server's connection budget, which paid for a copied value before
+//! values were pinned — so `-m` is free for new data at once; otherwise it
+//! stays charged to `-m` and the store evicts other data (or answers out
+//! of memory) instead of allocating past the limit. Either way every byte
+//! is counted in `-m` or in the budget until the last pin drops, and the
+//! process stays within `-m` plus the connection budget by construction,
+//! however slowly clients read.
 //!
 //! # Aliasing rules (why the `unsafe` here is sound)
 //!
@@ -41,15 +46,27 @@
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-/// The bytes of one large object, counted in the pool until dropped.
+/// Memory outside `-m` that can take over the charge for a large object
+/// the store let go of while readers still pin it (the server's connection
+/// budget).
+pub trait PinSpill: Send + Sync {
+    /// Charges `n` bytes if there is room.
+    fn try_take(&self, n: usize) -> bool;
+    /// Gives back `n` bytes taken before.
+    fn give_back(&self, n: usize);
+}
+
+/// The bytes of one large object, counted until dropped.
 pub struct LargeObject {
     bytes: Box<[UnsafeCell<u8>]>,
     /// Start of the bytes pins may read (`usize::MAX`: never pinned).
     seal: AtomicUsize,
-    /// The pool's `used` counter, which these bytes stay charged to.
+    /// The pool's `used` counter, which these bytes are charged to...
     used: Arc<AtomicUsize>,
+    /// ...unless they were moved here ([`LargeObject::spill`]).
+    spilled: OnceLock<Arc<dyn PinSpill>>,
 }
 
 // SAFETY: the only interior mutability is through `SegBuf`'s `&mut`
@@ -64,7 +81,7 @@ impl LargeObject {
         // SAFETY: `UnsafeCell<u8>` is `repr(transparent)` over `u8`, so the
         // allocation has the same layout either way; ownership moves whole.
         let bytes = unsafe { Box::from_raw(Box::into_raw(zeroed) as *mut [UnsafeCell<u8>]) };
-        LargeObject { bytes, seal: AtomicUsize::new(usize::MAX), used }
+        LargeObject { bytes, seal: AtomicUsize::new(usize::MAX), used, spilled: OnceLock::new() }
     }
 
     fn ptr(&self) -> *mut u8 {
@@ -78,8 +95,30 @@ impl LargeObject {
 
 impl Drop for LargeObject {
     fn drop(&mut self) {
-        self.used.fetch_sub(self.bytes.len(), Relaxed);
+        match self.spilled.get() {
+            Some(spill) => spill.give_back(self.bytes.len()),
+            None => {
+                self.used.fetch_sub(self.bytes.len(), Relaxed);
+            }
+        }
     }
+}
+
+/// The store lets go of a large object: if readers still pin it and
+/// `spill` has room, its charge moves there and `-m` gets the bytes back
+/// now; otherwise they stay in `-m` until the last pin drops.
+pub(crate) fn let_go(obj: Arc<LargeObject>, spill: Option<&Arc<dyn PinSpill>>) {
+    if Arc::strong_count(&obj) > 1 {
+        if let Some(spill) = spill {
+            if spill.try_take(obj.len()) {
+                // Set before our reference drops, so whichever thread drops
+                // the last one (Arc's release/acquire) sees it.
+                let _ = obj.spilled.set(spill.clone());
+                obj.used.fetch_sub(obj.len(), Relaxed);
+            }
+        }
+    }
+    drop(obj);
 }
 
 /// A segment's buffer: plain, or a shareable large object.
@@ -243,6 +282,39 @@ mod tests {
         let b = SegBuf::large(64, used(64));
         let _p = b.pin(16).unwrap();
         let _q = b.pin(8);
+    }
+
+    struct Budget(AtomicUsize, usize);
+    impl PinSpill for Budget {
+        fn try_take(&self, n: usize) -> bool {
+            self.0.fetch_update(Relaxed, Relaxed, |u| (u + n <= self.1).then_some(u + n)).is_ok()
+        }
+        fn give_back(&self, n: usize) {
+            self.0.fetch_sub(n, Relaxed);
+        }
+    }
+
+    #[test]
+    fn a_pinned_object_let_go_moves_to_the_spill_if_it_has_room() {
+        let u = used(300);
+        let budget = Arc::new(Budget(AtomicUsize::new(0), 150));
+        let spill: Arc<dyn PinSpill> = budget.clone();
+        let large = |b: SegBuf| match b {
+            SegBuf::Large(o) => o,
+            SegBuf::Plain(_) => unreachable!(),
+        };
+        let (a, b, c) = (SegBuf::large(100, u.clone()), SegBuf::large(100, u.clone()), SegBuf::large(100, u.clone()));
+        let (pa, pb) = (a.pin(0).unwrap(), b.pin(0).unwrap());
+        let_go(large(a), Some(&spill));
+        assert_eq!((u.load(Relaxed), budget.0.load(Relaxed)), (200, 100), "pinned: moved to the spill");
+        let_go(large(b), Some(&spill));
+        assert_eq!((u.load(Relaxed), budget.0.load(Relaxed)), (200, 100), "pinned, no room in the spill: stays in -m");
+        let_go(large(c), Some(&spill));
+        assert_eq!(u.load(Relaxed), 100, "unpinned: released at once");
+        drop(pa);
+        assert_eq!((u.load(Relaxed), budget.0.load(Relaxed)), (100, 0), "the spill got its bytes back");
+        drop(pb);
+        assert_eq!(u.load(Relaxed), 0);
     }
 
     #[test]

@@ -139,7 +139,7 @@ pub use meta::{MetaGet, MetaItem, WriteOptions};
 pub use snapshot::{LoadReport, SaveReport, SnapshotClock, SnapshotError, FORMAT_VERSION as SNAPSHOT_FORMAT_VERSION, MAGIC as SNAPSHOT_MAGIC};
 pub use dump::{item_bytes, Charge, DepartedItem, Departure, Departures, DumpItem, Unreported};
 pub use reporting::Reporting;
-pub use large::Pinned;
+pub use large::{PinSpill, Pinned};
 use large::SegBuf;
 use evict::{EvictionPolicy, S3Fifo, Want, MAX_COPYING_EVICTIONS};
 use hash::KeyHasher;
@@ -614,6 +614,13 @@ impl Store {
             g.publish_free_at();
         }
         freed
+    }
+
+    /// Where a large object the store lets go of while readers still pin
+    /// it is charged, when that has room, instead of `-m` (see
+    /// [`Item::pin`]). Without one, such bytes stay in `-m` until unpinned.
+    pub fn set_pin_spill(&self, spill: Arc<dyn PinSpill>) {
+        self.pool.set_spill(spill);
     }
 
     /// Change the memory limit at run time (`cache_memlimit`).

@@ -15,8 +15,8 @@
 //! lock is a leaf lock, taken at most once per segment's worth of writes.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
-use crate::large::SegBuf;
-use std::sync::{Arc, Mutex};
+use crate::large::{let_go, PinSpill, SegBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
 pub struct Pool {
     limit: AtomicUsize,
@@ -26,6 +26,9 @@ pub struct Pool {
     segment_size: usize,
     free: Mutex<Vec<Box<[u8]>>>,
     next_gen: AtomicU64,
+    /// Where pinned large objects the store lets go of are charged
+    /// instead, when it has room ([`large`](crate::large)).
+    spill: OnceLock<Arc<dyn PinSpill>>,
 }
 
 impl Pool {
@@ -37,6 +40,7 @@ impl Pool {
             free: Mutex::new(Vec::new()),
             next_gen: AtomicU64::new(1),
             exhausted: AtomicBool::new(false),
+            spill: OnceLock::new(),
         }
     }
 
@@ -107,6 +111,12 @@ impl Pool {
         Some(SegBuf::large(n, self.used.clone()))
     }
 
+    /// Sets where pinned large objects the store lets go of are charged
+    /// (once; later calls are ignored).
+    pub fn set_spill(&self, spill: Arc<dyn PinSpill>) {
+        let _ = self.spill.set(spill);
+    }
+
     /// Whether `n` more bytes fit in the budget, once spare buffers are
     /// released (as [`large`](Self::large) would).
     pub fn has_room(&self, n: usize) -> bool {
@@ -125,7 +135,7 @@ impl Pool {
     /// a large object's bytes are released when its last pin drops.
     pub fn give_back(&self, buf: SegBuf, large: bool) {
         let buf = match buf {
-            SegBuf::Large(obj) => return drop(obj),
+            SegBuf::Large(obj) => return let_go(obj, self.spill.get()),
             SegBuf::Plain(b) => b,
         };
         if large || buf.len() != self.segment_size || self.over_limit() {
@@ -142,7 +152,7 @@ impl Pool {
     pub fn discard(&self, buf: SegBuf) {
         match buf {
             SegBuf::Plain(b) => self.release(b.len()),
-            SegBuf::Large(obj) => drop(obj),
+            SegBuf::Large(obj) => let_go(obj, self.spill.get()),
         }
     }
 
