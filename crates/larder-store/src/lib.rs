@@ -26,7 +26,9 @@
 //! could give it some are busy) is retried after making room with no lock
 //! held, waiting for one shard at a time. Readers copy
 //! out inside the `read` callback under the shard lock, so no segment can be
-//! recycled under them.
+//! recycled under them; a large object's value may instead be pinned
+//! ([`Item::pin`], [`large`](crate::large)) and outlive its place in the
+//! store, still counted.
 //!
 //! # Item layout (bytes in a segment)
 //!

@@ -18,10 +18,11 @@
 //!   ([`Output::push_pinned`]), and what follows it (`\r\n`, the next
 //!   reply) goes into the buffer again; the session writes the pieces in
 //!   order with one `writev` ([`Output::slices`]). Pinned bytes stay
-//!   charged to the store's memory limit (`-m`) until sent, not to the
-//!   connection budget, and count as unsent output for `pause_at`, so a
-//!   connection that does not read holds at most one such value beyond
-//!   its bound.
+//!   charged to the store's memory limit (`-m`) while the item is stored,
+//!   and to the connection budget (or still `-m`, if the budget is full)
+//!   once the store lets go of it (`larder_store::PinSpill`), until sent.
+//!   They count as unsent output for `pause_at`, so a connection that does
+//!   not read holds at most one such value beyond its bound.
 
 use crate::state::budget::ConnBudget;
 use larder_store::{Item, Pinned};
