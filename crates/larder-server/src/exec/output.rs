@@ -110,6 +110,11 @@ impl Output {
         }
     }
 
+    #[cfg(test)]
+    fn pin_allowed_for_test(&self) -> Option<()> {
+        self.pinning.then_some(())
+    }
+
     /// Charge the budget for the capacity the buffer has now (growth that
     /// was not reserved, shrinking).
     pub fn settle_charge(&mut self) {
@@ -308,5 +313,79 @@ mod tests {
         out.pause_at = 10;
         out.extend_from_slice(&[0; 10]);
         assert!(out.should_pause());
+    }
+
+    /// A pinned value of `len` copies of `byte`, from a real store.
+    fn pinned(len: usize, byte: u8) -> Pinned {
+        use larder_store::{Config, Lookup, Mode, Store};
+        let store = Store::new(Config { memory_limit: 16 << 20, item_size_max: 4 << 20, ..Config::default() }).unwrap();
+        let value = vec![byte; len];
+        store.store(Mode::Set, b"big", 0, 0, &value, 1);
+        match store.get(b"big", 1, |item| item.pin()) {
+            Lookup::Hit(Some(pin)) => pin,
+            _ => panic!("a value larger than a segment is a large object, which pins"),
+        }
+    }
+
+    /// Drains `out` the way the session does, `chunk` bytes per write.
+    fn drain(out: &mut Output, chunk: usize) -> Vec<u8> {
+        let mut wire = Vec::new();
+        let mut wstart = 0;
+        while out.unsent(wstart) > 0 {
+            let mut iov = [IoSlice::new(&[]); 3];
+            let n = out.slices(wstart, &mut iov);
+            let mut took = 0;
+            for s in &iov[..n] {
+                let t = s.len().min(chunk - took);
+                wire.extend_from_slice(&s[..t]);
+                took += t;
+                if took == chunk {
+                    break;
+                }
+            }
+            out.advance(&mut wstart, took);
+        }
+        assert!(!out.has_pins(), "every pin is released once sent");
+        wire
+    }
+
+    #[test]
+    fn pinned_values_go_out_between_the_buffer_bytes_in_order() {
+        let (a, b) = (pinned(2 << 20, b'a'), pinned(3 << 20, b'b'));
+        let mut want = Vec::new();
+        let mut out = Output::new(64).with_pins();
+        for (head, pin) in [(&b"VALUE a\r\n"[..], a), (&b"VALUE b\r\n"[..], b.clone()), (&b"VALUE b again\r\n"[..], b)] {
+            out.extend_from_slice(head);
+            want.extend_from_slice(head);
+            want.extend_from_slice(&pin);
+            out.push_pinned(pin);
+            out.extend_from_slice(b"\r\n");
+            want.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"END\r\n");
+        want.extend_from_slice(b"END\r\n");
+        assert_eq!(out.unsent(0), want.len());
+        out.pause_at = 1 << 20;
+        assert!(out.should_pause(), "pinned bytes count as unsent output");
+        // Odd write sizes split pins and buffer runs anywhere; a slice
+        // array smaller than the pieces makes several rounds.
+        assert!(drain(&mut out, 777_777) == want);
+    }
+
+    #[test]
+    fn truncating_drops_the_pins_after_the_cut_only() {
+        let mut out = Output::new(64).with_pins();
+        out.extend_from_slice(b"H1");
+        out.push_pinned(pinned(2 << 20, b'x'));
+        let mark = out.len();
+        out.extend_from_slice(b"H2");
+        out.push_pinned(pinned(2 << 20, b'y'));
+        out.extend_from_slice(b"\r\n");
+        out.truncate(mark);
+        assert_eq!(out.unsent(0), 2 + (2 << 20), "the first reply (its value ends the buffer) stays");
+        let wire = drain(&mut out, 1 << 30);
+        assert_eq!(&wire[..2], b"H1");
+        assert!(wire[2..].iter().all(|&b| b == b'x'));
+        assert!(Output::new(64).pin_allowed_for_test().is_none(), "outputs without with_pins (UDP) never pin");
     }
 }
