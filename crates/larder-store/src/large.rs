@@ -77,7 +77,7 @@ unsafe impl Sync for LargeObject {}
 impl LargeObject {
     /// `n` zeroed bytes, already reserved in `used` by the caller.
     fn new(n: usize, used: Arc<AtomicUsize>) -> LargeObject {
-        let zeroed: Box<[u8]> = vec![0u8; n].into_boxed_slice();
+        let zeroed: Box<[u8]> = crate::bigbuf::zeroed(n);
         // SAFETY: `UnsafeCell<u8>` is `repr(transparent)` over `u8`, so the
         // allocation has the same layout either way; ownership moves whole.
         let bytes = unsafe { Box::from_raw(Box::into_raw(zeroed) as *mut [UnsafeCell<u8>]) };

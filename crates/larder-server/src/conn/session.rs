@@ -472,14 +472,15 @@ impl Session {
     /// Make the read buffer able to hold `total` bytes of one request.
     ///
     /// A bigger buffer is allocated at its exact size and zeroed by the
-    /// allocator (`vec![0; n]`: fresh pages, no memset pass over a 128 MiB
-    /// value), and only the unprocessed bytes move into it — not a `resize`,
-    /// which would copy and then memset.
+    /// allocator (fresh pages, no memset pass over a 128 MiB value, huge
+    /// pages where the kernel offers them: `larder_store::bigbuf`), and only
+    /// the unprocessed bytes move into it — not a `resize`, which would copy
+    /// and then memset.
     fn reserve_for(&mut self, total: usize) {
         self.need = total;
         if self.rstart + total > self.rbuf.len() {
             if total > self.rbuf.len() {
-                let mut grown = vec![0u8; total];
+                let mut grown = larder_store::bigbuf::zeroed(total).into_vec();
                 grown[..self.rend - self.rstart].copy_from_slice(&self.rbuf[self.rstart..self.rend]);
                 self.rbuf = grown;
                 self.rend -= self.rstart;
