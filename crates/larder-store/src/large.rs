@@ -298,7 +298,7 @@ impl Landing {
     }
 
     /// Bytes held (charged to the budget until adopted).
-    pub fn len(&self) -> usize {
+    pub fn bytes(&self) -> usize {
         self.buf.len()
     }
 

@@ -494,7 +494,7 @@ impl Store {
         let v = NewVersion { exptime, protect, old_cas, new_cas, landed };
         let Some((loc, new_cas)) = self.reserve_version(&mut l, now, v, size, d) else {
             // With the bigger form (explicit CAS): enough either way.
-            let want = landed.map_or(size(Some(0)), |ld| ld.len());
+            let want = landed.map_or(size(Some(0)), |ld| ld.bytes());
             if want > self.segment_size {
                 *large = want;
             }
@@ -732,7 +732,7 @@ impl Store {
         let value_len = ld.value().len();
         let head = size - value_len;
         debug_assert!(head <= LANDING_ROOM);
-        if !self.acquire_room(l, ld.len(), protect, now, d) {
+        if !self.acquire_room(l, ld.bytes(), protect, now, d) {
             return None;
         }
         let loc = l.g.install(ld.adopt(), self.pool.next_gen(), true, slot, &self.pool, now);
