@@ -44,7 +44,7 @@ pub(crate) enum Block<'a> {
 /// `start`, followed by `\r\n` if `crlf`.
 pub(crate) fn take(input: Input<'_>, start: usize, len: usize, crlf: bool) -> Block<'_> {
     let trailer = if crlf { 2 } else { 0 };
-    debug_assert!(input.aside.is_none_or(|v| v.len() == len), "a landing holds exactly the announced value");
+    debug_assert!(input.aside.map_or(true, |v| v.len() == len), "a landing holds exactly the announced value");
     let (data, end) = match input.aside {
         // Received aside: only the trailer follows the command here. The
         // server lands exactly the announced length; anything else is not
