@@ -15,7 +15,7 @@ mod common;
 use common::{Client, Larder, Memcached};
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const MIB: usize = 1 << 20;
 
@@ -144,15 +144,8 @@ fn raw(l: &Larder) -> TcpStream {
     s
 }
 
-fn eventually(mut f: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < end {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    f()
+fn eventually(f: impl FnMut() -> bool) -> bool {
+    common::eventually(Duration::from_secs(5), f)
 }
 
 #[test]
