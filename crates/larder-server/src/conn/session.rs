@@ -631,7 +631,9 @@ impl Session {
                 return true;
             }
             if self.landing.as_ref().is_some_and(|l| !l.is_complete()) {
-                break; // its value is still arriving
+                // Its value is still arriving (`stats conns`: conn_nread).
+                self.info.set_state(ConnState::Nread);
+                break;
             }
             // What the next request may produce before it pauses.
             self.out.pause_at = self.wstart + WRITE_HIGH_WATER;
