@@ -46,7 +46,7 @@
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Memory outside `-m` that can take over the charge for a large object
 /// the store let go of while readers still pin it (the server's connection
@@ -69,6 +69,9 @@ pub struct LargeObject {
     /// the store let go of, [`let_go`]; a [`Landing`] not yet adopted).
     spill: OnceLock<Arc<dyn PinSpill>>,
     in_spill: AtomicBool,
+    /// Where the bytes go when the last reference drops while charged to
+    /// `used`, for the next landing to reuse ([`Spare`]); `None`: freed.
+    spare: Option<Arc<Spare>>,
 }
 
 // SAFETY: the only interior mutability is through `SegBuf`'s `&mut`
@@ -83,7 +86,11 @@ impl LargeObject {
         // SAFETY: `UnsafeCell<u8>` is `repr(transparent)` over `u8`, so the
         // allocation has the same layout either way; ownership moves whole.
         let bytes = unsafe { Box::from_raw(Box::into_raw(zeroed) as *mut [UnsafeCell<u8>]) };
-        LargeObject { bytes, seal: AtomicUsize::new(usize::MAX), used, spill: OnceLock::new(), in_spill: AtomicBool::new(false) }
+        LargeObject::with_bytes(bytes, used, None)
+    }
+
+    fn with_bytes(bytes: Box<[UnsafeCell<u8>]>, used: Arc<AtomicUsize>, spare: Option<Arc<Spare>>) -> LargeObject {
+        LargeObject { bytes, seal: AtomicUsize::new(usize::MAX), used, spill: OnceLock::new(), in_spill: AtomicBool::new(false), spare }
     }
 
     /// Moves the charge from the pool's `used` to `spill` (which has
@@ -109,11 +116,80 @@ impl Drop for LargeObject {
     fn drop(&mut self) {
         match self.spill.get() {
             Some(spill) if self.in_spill.load(Relaxed) => spill.give_back(self.bytes.len()),
-            _ => {
-                self.used.fetch_sub(self.bytes.len(), Relaxed);
-            }
+            _ => match &self.spare {
+                // Still counted in `used`, now as the spare's.
+                Some(spare) => spare.keep(std::mem::take(&mut self.bytes)),
+                None => {
+                    self.used.fetch_sub(self.bytes.len(), Relaxed);
+                }
+            },
         }
     }
+}
+
+/// The buffer of the last large object that came in through a [`Landing`]
+/// and was freed, kept for the next landing of about its size.
+///
+/// Why: a fresh buffer of 128 MiB costs the kernel 128 MiB of page zeroing
+/// (and the host's first-touch faults on a VM) before the first byte is
+/// received, most of what a large `set` took beyond memcached's (which
+/// reuses its slab pages). A client that sets big values over and over,
+/// usually of one size, gets its previous buffer back instead.
+///
+/// The kept buffer stays counted in `-m` (`used`), like the pool's spare
+/// segment buffers, and gives way first whenever the pool needs room
+/// ([`release`](Self::release)), so it never makes the store evict live items or
+/// refuse a write. Only one is kept: it is for the repeated big write, not
+/// a cache of buffers.
+pub(crate) struct Spare {
+    buf: Mutex<Option<Box<[UnsafeCell<u8>]>>>,
+    used: Arc<AtomicUsize>,
+}
+
+impl Spare {
+    pub(crate) fn new(used: Arc<AtomicUsize>) -> Spare {
+        Spare { buf: Mutex::new(None), used }
+    }
+
+    /// Keeps `bytes` (counted in `used`), releasing the one kept before.
+    fn keep(&self, bytes: Box<[UnsafeCell<u8>]>) {
+        let old = self.buf.lock().unwrap().replace(bytes);
+        if let Some(old) = old {
+            self.used.fetch_sub(old.len(), Relaxed);
+        }
+    }
+
+    /// The kept buffer if `n` bytes fit in it without wasting more than
+    /// [`slack`]; still counted in `used`.
+    fn take_fitting(&self, n: usize) -> Option<Box<[UnsafeCell<u8>]>> {
+        let mut buf = self.buf.lock().unwrap();
+        let fits = buf.as_ref().is_some_and(|b| b.len() >= n && b.len() - n <= slack(n));
+        if fits { buf.take() } else { None }
+    }
+
+    /// Releases the kept buffer; whether there was one.
+    pub(crate) fn release(&self) -> bool {
+        let old = self.buf.lock().unwrap().take();
+        match old {
+            Some(old) => {
+                self.used.fetch_sub(old.len(), Relaxed);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Bytes kept (0 or one buffer's).
+    pub(crate) fn bytes(&self) -> usize {
+        self.buf.lock().unwrap().as_ref().map_or(0, |b| b.len())
+    }
+}
+
+/// How many bytes more than it needs a landing may take from the
+/// [`Spare`]: they sit as padding in front of the item, charged to `-m`,
+/// so keep them small next to the value (1/64 of it, or 64 KiB).
+fn slack(n: usize) -> usize {
+    (n / 64).max(64 << 10)
 }
 
 /// The store lets go of a large object: if readers still pin it and
@@ -251,7 +327,8 @@ pub fn landing_room(key_len: usize) -> usize {
 /// unadopted (the write was refused, the client went away), it gives its
 /// bytes back to the budget.
 ///
-/// Layout: [`landing_room`] bytes, then the value. Filled through
+/// Layout: at least [`landing_room`] bytes (more when the buffer is a
+/// reused one a little bigger than needed), then the value. Filled through
 /// [`unfilled`](Self::unfilled) while this is the object's only handle;
 /// [`value`](Self::value) then seals it at the value, so the store may write
 /// the item's header in front while the request still reads the value.
@@ -267,13 +344,32 @@ pub struct Landing {
 impl Landing {
     /// Room for a `value_len`-byte value under a `key_len`-byte key,
     /// charged to `spill`; `None` when it has no room.
-    pub(crate) fn new(key_len: usize, value_len: usize, used: Arc<AtomicUsize>, spill: &Arc<dyn PinSpill>) -> Option<Landing> {
-        let room = landing_room(key_len);
-        let n = room + value_len;
-        if !spill.try_take(n) {
-            return None;
-        }
-        let obj = LargeObject::new(n, used);
+    ///
+    /// The buffer is `spare`'s kept one when the value fits it (its extra
+    /// bytes widen the room, and become padding in front of the item), else
+    /// a fresh one; either way, when freed while counted in `-m` it becomes
+    /// `spare`'s.
+    pub(crate) fn new(key_len: usize, value_len: usize, used: Arc<AtomicUsize>, spill: &Arc<dyn PinSpill>, spare: &Arc<Spare>) -> Option<Landing> {
+        let n = landing_room(key_len) + value_len;
+        let obj = match spare.take_fitting(n) {
+            Some(bytes) if spill.try_take(bytes.len()) => {
+                // The charge moves from `-m` (the spare's) to the budget.
+                used.fetch_sub(bytes.len(), Relaxed);
+                LargeObject::with_bytes(bytes, used, Some(spare.clone()))
+            }
+            kept => {
+                if let Some(bytes) = kept {
+                    spare.keep(bytes);
+                }
+                if !spill.try_take(n) {
+                    return None;
+                }
+                let mut fresh = LargeObject::new(n, used);
+                fresh.spare = Some(spare.clone());
+                fresh
+            }
+        };
+        let room = obj.len() - value_len;
         let _ = obj.spill.set(spill.clone());
         obj.in_spill.store(true, Relaxed);
         Some(Landing { buf: SegBuf::Large(Arc::new(obj)), room, filled: 0, value: None })

@@ -699,6 +699,7 @@ impl Store {
         }
         s.segments_total = s.segments_used + self.pool.spare_segments() as u64;
         s.memory_used = self.pool.used() as u64;
+        s.large_spare_bytes = self.pool.spare_large_bytes() as u64;
         s
     }
 
@@ -1070,6 +1071,9 @@ pub struct Stats {
     pub limit_maxbytes: u64,
     /// Regular segment buffers allocated: in shards plus spares.
     pub segments_total: u64,
+    /// Bytes of `memory_used` in the buffer kept from the last freed large
+    /// value received in place, for the next one (0 or one buffer).
+    pub large_spare_bytes: u64,
     /// Regular segments held by shards.
     pub segments_used: u64,
     /// Size of a regular segment (may be below `Config::segment_size` for

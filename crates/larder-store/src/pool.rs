@@ -13,9 +13,12 @@
 //! Buffers of segments freed wholesale (emptied or evicted without an
 //! immediate taker) wait in `free` and stay counted in `used`. The `free`
 //! lock is a leaf lock, taken at most once per segment's worth of writes.
+//! So does the buffer of the last large value received in place, for the
+//! next one ([`Spare`](crate::large::Spare)); it is released before any
+//! reservation would fail.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
-use crate::large::{Landing, let_go, PinSpill, SegBuf};
+use crate::large::{Landing, let_go, PinSpill, SegBuf, Spare};
 use std::sync::{Arc, Mutex, OnceLock};
 
 pub struct Pool {
@@ -29,13 +32,18 @@ pub struct Pool {
     /// Where pinned large objects the store lets go of are charged
     /// instead, when it has room ([`large`](crate::large)).
     spill: OnceLock<Arc<dyn PinSpill>>,
+    /// The last freed landing's buffer, kept for the next big write
+    /// (counted in `used`; gives way first, see [`drop_spare`](Self::drop_spare)).
+    large_spare: Arc<Spare>,
 }
 
 impl Pool {
     pub fn new(limit: usize, segment_size: usize) -> Pool {
+        let used = Arc::new(AtomicUsize::new(0));
         Pool {
             limit: AtomicUsize::new(limit),
-            used: Arc::new(AtomicUsize::new(0)),
+            large_spare: Arc::new(Spare::new(used.clone())),
+            used,
             segment_size,
             free: Mutex::new(Vec::new()),
             next_gen: AtomicU64::new(1),
@@ -91,10 +99,13 @@ impl Pool {
         if let Some(b) = self.free.lock().unwrap().pop() {
             return Some(b);
         }
-        if self.try_reserve(self.segment_size) {
-            return Some(vec![0u8; self.segment_size].into_boxed_slice());
+        // An idle large buffer gives way before the caller evicts live data.
+        while !self.try_reserve(self.segment_size) {
+            if !self.large_spare.release() {
+                return None;
+            }
         }
-        None
+        Some(vec![0u8; self.segment_size].into_boxed_slice())
     }
 
     /// A buffer for one large object of exactly `n` bytes, if the budget
@@ -121,7 +132,7 @@ impl Pool {
     /// (the connection budget) until the store adopts it; `None` without a
     /// spill or room in it.
     pub fn landing(&self, key_len: usize, value_len: usize) -> Option<Landing> {
-        Landing::new(key_len, value_len, self.used.clone(), self.spill.get()?)
+        Landing::new(key_len, value_len, self.used.clone(), self.spill.get()?, &self.large_spare)
     }
 
     /// Sets where pinned large objects the store lets go of are charged
@@ -148,7 +159,7 @@ impl Pool {
     /// a large object's bytes are released when its last pin drops.
     pub fn give_back(&self, buf: SegBuf, large: bool) {
         let buf = match buf {
-            SegBuf::Large(obj) => return let_go(obj, self.spill.get()),
+            SegBuf::Large(obj) => return self.let_go(obj),
             SegBuf::Plain(b) => b,
         };
         if large || buf.len() != self.segment_size || self.over_limit() {
@@ -165,12 +176,25 @@ impl Pool {
     pub fn discard(&self, buf: SegBuf) {
         match buf {
             SegBuf::Plain(b) => self.release(b.len()),
-            SegBuf::Large(obj) => let_go(obj, self.spill.get()),
+            SegBuf::Large(obj) => self.let_go(obj),
+        }
+    }
+
+    /// The store lets go of a large object ([`let_go`]); if that left the
+    /// pool over its limit (it was lowered) the kept large buffer goes too.
+    fn let_go(&self, obj: Arc<crate::large::LargeObject>) {
+        let_go(obj, self.spill.get());
+        if self.over_limit() {
+            self.large_spare.release();
         }
     }
 
     /// Drops one spare buffer, releasing its bytes; whether there was one.
+    /// The kept large buffer goes first: it is the most memory doing nothing.
     pub fn drop_spare(&self) -> bool {
+        if self.large_spare.release() {
+            return true;
+        }
         match self.free.lock().unwrap().pop() {
             Some(b) => {
                 self.release(b.len());
@@ -182,6 +206,9 @@ impl Pool {
 
     /// Drops spare buffers while over the limit (after the limit shrank).
     pub fn trim(&self) {
+        if self.over_limit() {
+            self.large_spare.release();
+        }
         let mut free = self.free.lock().unwrap();
         while self.over_limit() {
             match free.pop() {
@@ -194,6 +221,11 @@ impl Pool {
     pub fn set_limit(&self, limit: usize) {
         self.limit.store(limit, Relaxed);
         self.trim();
+    }
+
+    /// Bytes of the kept large buffer (0 when none is kept).
+    pub fn spare_large_bytes(&self) -> usize {
+        self.large_spare.bytes()
     }
 
     pub fn spare_segments(&self) -> usize {

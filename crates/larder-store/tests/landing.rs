@@ -98,7 +98,99 @@ fn an_adopted_value_is_read_back_and_its_bytes_move_from_the_budget_to_the_memor
     assert_eq!(&pinned[..], &value_of(&store, b"big").unwrap().0[..]);
     drop(pinned);
     assert!(store.delete(b"big", 2));
-    assert_eq!(store.stats().memory_used, before, "all of it released");
+    let after = store.stats();
+    assert_eq!(after.large_spare_bytes, (ROOM + len) as u64, "its buffer is kept for the next landing");
+    assert_eq!(after.memory_used - after.large_spare_bytes, before, "and nothing else is held");
+}
+
+/// The address of a landing's value: the same address means the same buffer.
+fn value_addr(ld: &larder_store::Landing) -> usize {
+    ld.value().as_ptr() as usize
+}
+
+#[test]
+fn a_freed_landing_buffer_is_reused_by_the_next_landing_of_about_its_size() {
+    let (store, budget) = store_with_budget(64 * MIB, 32 * MIB);
+    let len = 4 * MIB;
+    let first = received(&store, len, 1);
+    let first_addr = value_addr(&first);
+    assert!(matches!(write(&store, Mode::Set, b"k", 0, &first), StoreResult::Stored(_)));
+    drop(first);
+    // The second arrives while the first is stored: a fresh buffer.
+    let second = received(&store, len, 2);
+    let second_addr = value_addr(&second);
+    assert_ne!(second_addr, first_addr);
+    assert!(matches!(write(&store, Mode::Set, b"k", 0, &second), StoreResult::Stored(_)));
+    drop(second);
+    let s = store.stats();
+    assert_eq!(s.large_spare_bytes, (ROOM + len) as u64, "the replaced value's buffer is kept");
+    // The third takes it: its charge moves from -m to the budget.
+    let third = received(&store, len, 3);
+    assert_eq!(value_addr(&third), first_addr, "the first buffer, reused");
+    assert_eq!(budget.used.load(Relaxed), ROOM + len);
+    let t = store.stats();
+    assert_eq!((t.large_spare_bytes, t.memory_used), (0, s.memory_used - (ROOM + len) as u64));
+    assert!(matches!(write(&store, Mode::Set, b"k", 0, &third), StoreResult::Stored(_)));
+    drop(third);
+    let (v, _) = value_of(&store, b"k").unwrap();
+    assert!(v.len() == len && v.iter().enumerate().all(|(i, &b)| b == pattern(3, i)), "the new bytes, none of the old");
+    assert_eq!(budget.used.load(Relaxed), 0);
+
+    // A value a little smaller fits the kept buffer: the extra bytes are
+    // padding in front of the item, and dumps, snapshots and reads step
+    // over them.
+    let smaller = received(&store, len - 1000, 4);
+    assert_eq!(value_addr(&smaller), second_addr + 1000, "the second buffer, 1000 bytes more room");
+    assert!(matches!(write(&store, Mode::Set, b"s", 0, &smaller), StoreResult::Stored(_)));
+    assert_eq!(store.stats().memory_used, t.memory_used + (ROOM + len) as u64, "charged the whole buffer");
+    drop(smaller);
+    let (v, _) = value_of(&store, b"s").unwrap();
+    assert!(v.len() == len - 1000 && v.iter().enumerate().all(|(i, &b)| b == pattern(4, i)));
+    let mut keys = Vec::new();
+    for shard in 0..store.shard_count() {
+        store.for_each_item_in_shard(shard, 1, |key, _| keys.push(key.to_vec()));
+    }
+    keys.sort();
+    assert_eq!(keys, vec![b"k".to_vec(), b"s".to_vec()]);
+    let mut snap = Vec::new();
+    store.save_snapshot(&mut snap, SnapshotClock { now: 1, unix_now: 1_700_000_000 }, "test").unwrap();
+    let (restored, _) = store_with_budget(64 * MIB, 32 * MIB);
+    restored.load_snapshot(&snap[..], SnapshotClock { now: 1, unix_now: 1_700_000_001 }).unwrap();
+    assert_eq!(value_of(&restored, b"s").unwrap().0, v);
+
+    // Much bigger or much smaller values do not take it.
+    assert!(store.delete(b"k", 5));
+    let kept = store.stats().large_spare_bytes;
+    assert_eq!(kept, (ROOM + len) as u64);
+    for other in [2 * len, len / 2] {
+        let ld = received(&store, other, 6);
+        assert_eq!(store.stats().large_spare_bytes, kept, "{other} bytes: the kept buffer stays");
+        drop(ld);
+    }
+}
+
+#[test]
+fn the_kept_buffer_gives_way_before_live_items_are_evicted() {
+    let (store, _budget) = store_with_budget(16 * MIB, 32 * MIB);
+    let big = |seed| {
+        let ld = received(&store, 6 * MIB, seed);
+        assert!(matches!(write(&store, Mode::Set, b"big", 0, &ld), StoreResult::Stored(_)));
+    };
+    big(1);
+    big(2);
+    assert_eq!(store.stats().large_spare_bytes, (ROOM + 6 * MIB) as u64);
+    // About 8 MiB of small items: they need the kept buffer's memory.
+    let value = vec![b'v'; 1000];
+    for i in 0..8000u32 {
+        let key = format!("small:{i}");
+        assert!(matches!(store.store(Mode::Set, key.as_bytes(), 0, 0, &value, 1), StoreResult::Stored(_)), "{i}");
+    }
+    let s = store.stats();
+    assert_eq!(s.large_spare_bytes, 0, "released");
+    assert_eq!(s.evictions, 0, "nothing live was evicted for it");
+    assert!(value_of(&store, b"big").is_some());
+    assert!((0..8000u32).all(|i| value_of(&store, format!("small:{i}").as_bytes()).is_some()));
+    assert!(s.memory_used as usize <= 16 * MIB);
 }
 
 #[test]
