@@ -120,7 +120,23 @@ pub(crate) struct Shard {
     /// Bytes of the version the last [`commit`](Self::commit) replaced (0:
     /// none) — as it was then: reserving room may have moved it (grown).
     pub last_replaced: u64,
+    /// Mixed into key hashes for the random rounding of [`rent`]; advanced
+    /// once per eviction pass.
+    evict_rng: u64,
+    /// Moving average of the sizes of items written here (fixed point,
+    /// `<< MEAN_SHIFT`; 0 = none yet), the yardstick of [`rent`]. Of what
+    /// is *written*, not of what is resident: after a change from small to
+    /// big values the resident mean stays small while the old items hold
+    /// the memory, which would let them pay almost nothing and charge the
+    /// new ones many hits — calcification, which evict_tests.rs checks.
+    write_mean: u64,
 }
+
+/// Fixed-point fraction bits of `Shard::write_mean`.
+const MEAN_SHIFT: u32 = 8;
+/// `write_mean` moves 1/2^MEAN_DECAY of the way to each new size (about the
+/// last 64 writes).
+const MEAN_DECAY: u32 = 6;
 
 impl Shard {
     pub fn new(index_buckets: usize, hasher: KeyHasher, published: Arc<Published>) -> Shard {
@@ -140,6 +156,8 @@ impl Shard {
             published,
             departed: None,
             last_replaced: 0,
+            evict_rng: 0,
+            write_mean: 0,
         }
     }
 
@@ -310,6 +328,9 @@ impl Shard {
         self.st.live_bytes += size as u64;
         self.st.curr_items += 1;
         self.st.total_items += count_total as u64;
+        // Mean size of what is being written (see `write_mean`).
+        let x = (size as u64) << MEAN_SHIFT;
+        self.write_mean = if self.write_mean == 0 { x } else { self.write_mean - (self.write_mean >> MEAN_DECAY) + (x >> MEAN_DECAY) };
     }
 
     /// Whether `id` receives new writes (the open segment of a TTL class).
@@ -651,7 +672,7 @@ impl Shard {
     /// Moves the surviving item at `loc` (header `h`, in victim `victim`)
     /// to the open main segment or, failing that, to offset `*compact` of
     /// the victim, carrying its CAS; points its index slot (`pos`) at the
-    /// copy with counter `nf` (see [`survivor_freq`]). `false` if it fits
+    /// copy with counter `nf` (see [`survivor_freq_sized`]). `false` if it fits
     /// nowhere (moved items grow by their CAS field, and compaction in
     /// place must not overwrite items not yet walked): it then dies like
     /// the others.
@@ -704,8 +725,10 @@ impl Shard {
     /// Evicts segment `id` the segment S3-FIFO way: a live, unexpired item
     /// survives if it earned it — from a small-queue segment, hit at least
     /// once since written (counter reset to 0); from a main-queue segment,
-    /// counter > 0 (counter − 1: a CLOCK second chance) — and everything
-    /// else goes as in [`evict_segment`](Self::evict_segment).
+    /// counter > 0 (counter − 1: a CLOCK second chance), where big items
+    /// need and pay more hits and small ones fewer ([`rent`],
+    /// [`survivor_freq_sized`]) — and everything else goes as in
+    /// [`evict_segment`](Self::evict_segment).
     ///
     /// Survivors are copied to the open main segment, their index slots
     /// pointed at the copies. When it is full (or there is none), the rest
@@ -727,6 +750,9 @@ impl Shard {
         }
         let from_main = seg.main;
         let end = seg.write_off;
+        // The mean size of what is written here: what an average item's stay costs.
+        let mean = ((self.write_mean >> MEAN_SHIFT) as usize).max(1);
+        self.evict_rng = self.evict_rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
         self.st.compactions += keep_all as u64;
         for o in self.open.iter_mut().filter(|o| **o == id) {
             *o = 0;
@@ -745,7 +771,8 @@ impl Shard {
             let key_hash = self.hasher.hash(self.key_at(loc));
             if let Some(pos) = self.index.find_loc(key_hash, loc) {
                 let f = self.index.freq(pos);
-                if !h.expired(now) && (keep_all || f > 0) && self.keep_moved(id, loc, &h, survivor_freq(f, from_main, keep_all), pos, &mut compact) {
+                let keep = if keep_all { Some(f) } else { survivor_freq_sized(f, from_main, rent(size, mean, key_hash ^ self.evict_rng)) };
+                if !h.expired(now) && keep.is_some_and(|nf| self.keep_moved(id, loc, &h, nf, pos, &mut compact)) {
                     // moved
                 } else {
                     let why = if h.expired(now) {
@@ -780,21 +807,49 @@ impl Shard {
     }
 }
 
-/// The access counter of an item that survives an eviction pass with
-/// counter `f` (`f > 0` unless `keep_all`). From main, one pass costs one
-/// hit; counts above 3 (the 2-bit counter of S3-FIFO) buy no more passes,
-/// or items that were hot long ago would stay for 15 passes: calcification.
-/// From the small queue it starts over at 0. A compaction (`keep_all`) has
-/// not judged the item, only moved it: the counter stays.
-fn survivor_freq(f: u8, from_main: bool, keep_all: bool) -> u8 {
-    if keep_all {
-        f
-    } else if from_main {
-        f.min(3) - 1
+/// What one eviction pass charges an item of `size` bytes, in hits, when the
+/// shard's items average `mean` bytes: size ÷ mean, rounded up or down at
+/// random in proportion (`h`, a hash, decides), so that on average an item
+/// pays exactly for the bytes it holds — hits per byte, at segment
+/// granularity. An item of average size pays one hit per pass, as in plain
+/// S3-FIFO; one of twice the size pays two; one of a tenth pays one hit
+/// every tenth pass. The charge of tiny items is floored at an eighth of
+/// the mean (at least one hit per 8 passes on average), so that nothing
+/// hit once stays for long: no calcification of small items.
+fn rent(size: usize, mean: usize, h: u64) -> u8 {
+    let size = size.max(mean / RENT_FLOOR);
+    let whole = size / mean;
+    let frac = (size % mean) as u64;
+    let up = ((h >> 32) % mean as u64) < frac;
+    (whole + up as usize).min(FREQ_MAX as usize) as u8
+}
+
+/// Tiny items pay at least 1/RENT_FLOOR of a hit per pass on average.
+const RENT_FLOOR: usize = 4;
+/// The index's saturating counter's maximum.
+const FREQ_MAX: u8 = 15;
+
+/// Whether an item with counter `f` and rent `r` (see [`rent`]) survives a
+/// non-compacting eviction pass, and with which counter:
+///
+/// - from the small queue: if it was hit at least `max(1, r)` times since
+///   it was written (a small item needs one hit, as in S3-FIFO; an item of
+///   three times the mean size needs three), starting over at 0 in main;
+/// - from main: if `f >= max(1, r)`, keeping `min(f, 3·max(1, r)) − r` —
+///   as in S3-FIFO's CLOCK, a pass costs hits and banked hits are capped at
+///   three passes' worth, but the cost follows the bytes held.
+fn survivor_freq_sized(f: u8, from_main: bool, r: u8) -> Option<u8> {
+    if f == 0 || f < r {
+        return None;
+    }
+    if from_main {
+        let cap = 3u8.saturating_mul(r.max(1)).min(FREQ_MAX);
+        Some(f.min(cap) - r.min(f.min(cap)))
     } else {
-        0
+        Some(0)
     }
 }
+
 
 #[cfg(test)]
 mod tests {
@@ -983,5 +1038,40 @@ mod tests {
         assert!(!f.sh.index.migrating());
         let segs = f.sh.segs.count() - f.sh.segs.large_count();
         assert_eq!(f.pool.used(), segs * 4096 + f.sh.index.bytes() - start + f.pool.spare_segments() * 4096);
+    }
+
+    #[test]
+    fn rent_is_size_over_mean_on_average() {
+        let hashes = |n: u64| (0..n).map(|i| crate::hash::KeyHasher::new().hash(&i.to_le_bytes()));
+        for (size, mean, expect) in [(1000usize, 1000usize, 1.0f64), (3000, 1000, 3.0), (2500, 1000, 2.5), (100, 1000, 0.25), (1, 1000, 0.25), (10 << 20, 100, 15.0)] {
+            let n = 20_000u64;
+            let sum: u64 = hashes(n).map(|h| rent(size, mean, h) as u64).sum();
+            let avg = sum as f64 / n as f64;
+            assert!((avg - expect).abs() < 0.03 * expect.max(1.0), "size {size} mean {mean}: average rent {avg}, expected {expect}");
+        }
+    }
+
+    #[test]
+    fn survivors_pay_for_their_bytes() {
+        // Never hit: dies, whatever its size.
+        assert_eq!(survivor_freq_sized(0, false, 0), None);
+        assert_eq!(survivor_freq_sized(0, true, 0), None);
+        // Small queue: one hit promotes an item of up to the mean size, with
+        // the counter reset; three times the mean needs three hits.
+        assert_eq!(survivor_freq_sized(1, false, 1), Some(0));
+        assert_eq!(survivor_freq_sized(1, false, 0), Some(0));
+        assert_eq!(survivor_freq_sized(2, false, 3), None);
+        assert_eq!(survivor_freq_sized(3, false, 3), Some(0));
+        // Main: an average item is plain S3-FIFO's CLOCK (counter capped at
+        // 3, one hit per pass) ...
+        assert_eq!(survivor_freq_sized(1, true, 1), Some(0));
+        assert_eq!(survivor_freq_sized(15, true, 1), Some(2));
+        // ... a small one may pass for free (its rent rounded down) but
+        // banks no more than 3 ...
+        assert_eq!(survivor_freq_sized(15, true, 0), Some(3));
+        // ... and a big one pays more per pass and may bank 3 passes' worth.
+        assert_eq!(survivor_freq_sized(3, true, 4), None);
+        assert_eq!(survivor_freq_sized(15, true, 4), Some(8));
+        assert_eq!(survivor_freq_sized(15, true, 15), Some(0));
     }
 }
