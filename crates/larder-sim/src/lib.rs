@@ -38,6 +38,7 @@ pub mod report;
 pub mod s3fifo;
 pub mod segcache;
 pub mod sharded;
+pub mod sizes;
 pub mod sketch;
 pub mod store;
 pub mod tinylfu;
