@@ -62,6 +62,7 @@ fn rows(r: &ScenarioResult) -> Vec<(&'static str, &'static str)> {
             ("distinct_keys", "distinct keys"),
             ("working_set_mib", "working set (MiB)"),
             ("memory_mb", "-m (MiB)"),
+            ("rss_mib", "server VmRSS after the replay (MiB)"),
             ("errors", "error replies (e.g. SERVER_ERROR out of memory to a set)"),
             ("corrupt", "corrupt values"),
         ],

@@ -387,8 +387,11 @@ pub fn run_memory(addr: SocketAddr, pid: Option<u32>, k: &Knobs, memory_mb: usiz
 }
 
 /// Trace replay (see `trace`).
-pub fn run_trace(addr: SocketAddr, t: &trace::Trace, sizes: &SizeDist, max_requests: usize, memory_mb: usize) -> Result<Outcome, String> {
+pub fn run_trace(addr: SocketAddr, pid: Option<u32>, t: &trace::Trace, sizes: &SizeDist, max_requests: usize, memory_mb: usize) -> Result<Outcome, String> {
     let r = trace::replay(addr, &t.keys, sizes, max_requests)?;
+    // What the server really holds for its -m: memcached gives every slab class in use a
+    // first 1 MiB page even beyond -m, which at -m 2 is several times the limit.
+    let rss = pid.and_then(server::rss_bytes).map(|b| b as f64 / (1024.0 * 1024.0)).unwrap_or(f64::NAN);
     if let Some(e) = &r.first_error {
         eprintln!("trace replay: {} error replies to set, the first: {e}", r.errors);
     }
@@ -418,6 +421,7 @@ pub fn run_trace(addr: SocketAddr, t: &trace::Trace, sizes: &SizeDist, max_reque
         ("distinct_keys".to_string(), t.distinct as f64),
         ("working_set_mib".to_string(), trace::working_set(t, sizes) / (1024.0 * 1024.0)),
         ("memory_mb".to_string(), memory_mb as f64),
+        ("rss_mib".to_string(), rss),
     ];
     Ok(Outcome { summary, server_cpu: f64::NAN, gen_cpu: f64::NAN, other_cpu: f64::NAN, metrics })
 }
