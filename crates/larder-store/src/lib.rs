@@ -159,6 +159,10 @@ const SEGMENTS_PER_SHARD: usize = 256;
 /// at -m 7 one to four shards missed more on orm-busy (0.277 against 0.267
 /// with 8), whose small queues, rounded up per shard, are bigger.
 const ONE_SHARD_BELOW: usize = 64;
+/// Bytes of the memory limit per ghost entry (4 bytes: 0.2% of the
+/// limit). With 4000-byte values that remembers about twice as many keys as
+/// the cache holds, as S3-FIFO's ghost wants; with small values fewer.
+const GHOST_BYTES: usize = 2048;
 /// Smallest segment accepted.
 const MIN_SEGMENT_SIZE: usize = 1024;
 /// Segments wanted at least (see `with_policy`).
@@ -258,7 +262,10 @@ impl Store {
         let nshards = if segments < ONE_SHARD_BELOW { 1 } else { (segments / 8).clamp(1, CONCURRENCY_SHARDS) };
         let nshards = nshards.max((segments / SEGMENTS_PER_SHARD).min(MAX_SHARDS));
         let nshards = 1 << (usize::BITS - 1 - nshards.leading_zeros());
-        let index_bytes = nshards * Index::bytes_for(INITIAL_BUCKETS);
+        // The ghost filters: one 4-byte entry per GHOST_BYTES of the limit,
+        // a power of two per shard.
+        let ghost_entries = (memory_limit / nshards / GHOST_BYTES).next_power_of_two().max(64);
+        let index_bytes = nshards * (Index::bytes_for(INITIAL_BUCKETS) + ghost_entries * 4);
         if memory_limit < segment_size + index_bytes {
             return Err(ConfigError(format!(
                 "memory limit {memory_limit} too small: need at least {} bytes",
@@ -277,6 +284,7 @@ impl Store {
             .iter()
             .map(|o| {
                 let mut sh = Shard::new(INITIAL_BUCKETS, hasher.clone(), o.clone());
+                sh.set_ghost(ghost_entries);
                 sh.max_open = max_open;
                 Padded(Mutex::new(sh))
             })
@@ -637,7 +645,7 @@ impl Store {
             s.large_objects += g.segs.large_count() as u64;
             s.large_bytes += g.segs.large_bytes() as u64;
             s.large_pages_bytes += g.segs.large_pages_bytes() as u64;
-            s.index_bytes += g.index.bytes() as u64;
+            s.index_bytes += (g.index.bytes() + g.ghost_bytes()) as u64;
             s.index_slots += g.index.slots() as u64;
             s.index_used += g.index.used() as u64;
             s.evicted_nonzero += c.evicted_nonzero;

@@ -130,6 +130,13 @@ pub(crate) struct Shard {
     /// the memory, which would let them pay almost nothing and charge the
     /// new ones many hits — calcification, which evict_tests.rs checks.
     write_mean: u64,
+    /// Ghost filter: fingerprints of keys that died in the small queue,
+    /// direct-mapped (a power of two long, or empty: none). A key written
+    /// again while its ghost is here starts with one hit, so it survives
+    /// the small queue (S3-FIFO's "a ghost hit goes straight to main",
+    /// without needing room in main at write time). Its bytes are reserved
+    /// from the budget by the store.
+    ghost: Box<[u32]>,
 }
 
 /// Fixed-point fraction bits of `Shard::write_mean`.
@@ -158,7 +165,46 @@ impl Shard {
             last_replaced: 0,
             evict_rng: 0,
             write_mean: 0,
+            ghost: Box::default(),
         }
+    }
+
+    /// Bytes of the ghost filter.
+    pub fn ghost_bytes(&self) -> usize {
+        self.ghost.len() * 4
+    }
+
+    /// Gives the shard a ghost filter of `entries` (a power of two).
+    pub fn set_ghost(&mut self, entries: usize) {
+        debug_assert!(entries.is_power_of_two());
+        self.ghost = vec![0u32; entries].into_boxed_slice();
+    }
+
+    /// Slot and fingerprint (never 0) of hash `h` in the ghost.
+    fn ghost_slot(&self, h: u64) -> (usize, u32) {
+        // Low bits pick the slot; the index's tag and the shard choice use
+        // the top bits, the fingerprint bits 16..48.
+        ((h as usize) & (self.ghost.len() - 1), ((h >> 16) as u32) | 1)
+    }
+
+    fn ghost_add(&mut self, h: u64) {
+        if !self.ghost.is_empty() {
+            let (i, fp) = self.ghost_slot(h);
+            self.ghost[i] = fp;
+        }
+    }
+
+    /// Whether `h` is a ghost (then it no longer is).
+    fn ghost_take(&mut self, h: u64) -> bool {
+        if self.ghost.is_empty() {
+            return false;
+        }
+        let (i, fp) = self.ghost_slot(h);
+        let found = self.ghost[i] == fp;
+        if found {
+            self.ghost[i] = 0;
+        }
+        found
     }
 
     fn publish(&self) {
@@ -477,6 +523,11 @@ impl Shard {
             self.free_if_empty(old.seg, pool);
             true
         } else if self.link_new(h, loc, env) {
+            if self.ghost_take(h) {
+                if let Some(pos) = self.index.find_loc(h, loc) {
+                    self.index.relocate(pos, loc, 1);
+                }
+            }
             true
         } else {
             self.st.total_items -= count_total as u64;
@@ -779,6 +830,9 @@ impl Shard {
                         Why::Expired
                     } else {
                         self.note_eviction(&h, now);
+                        if !from_main && !keep_all {
+                            self.ghost_add(key_hash);
+                        }
                         Why::Evicted
                     };
                     self.index.remove(pos);
@@ -1073,5 +1127,29 @@ mod tests {
         assert_eq!(survivor_freq_sized(3, true, 4), None);
         assert_eq!(survivor_freq_sized(15, true, 4), Some(8));
         assert_eq!(survivor_freq_sized(15, true, 15), Some(0));
+    }
+
+    #[test]
+    fn a_key_back_from_the_ghost_starts_with_a_hit() {
+        let mut f = Fixture::new();
+        f.sh.set_ghost(64);
+        let freq = |f: &mut Fixture, key: &[u8]| {
+            let Found::Live(pos, _) = f.sh.lookup(f.hasher.hash(key), key, 1, &f.pool) else { panic!("{key:?} missing") };
+            f.sh.index.freq(pos)
+        };
+        let a = f.put(b"a", &[1; 100], 0, 1);
+        f.put(b"b", &[2; 100], 0, 1);
+        // Evicted from the small queue never hit: both die and become ghosts.
+        assert!(f.sh.evict_keeping(a.seg, 1, &f.pool, false).is_some());
+        assert_eq!(f.get(b"a", 1), None);
+        // `a` comes back: it starts with one hit (it will survive the small
+        // queue); a key never seen starts with none; the ghost is used up.
+        f.put(b"a", &[1; 100], 0, 1);
+        f.put(b"c", &[3; 100], 0, 1);
+        assert_eq!(freq(&mut f, b"a"), 1);
+        assert_eq!(freq(&mut f, b"c"), 0);
+        assert_eq!(f.sh.ghost.iter().filter(|&&g| g != 0).count(), 1, "only b's ghost is left");
+        // A ghost costs its bytes in the budget's index share (store stats).
+        assert_eq!(f.sh.ghost_bytes(), 256);
     }
 }
