@@ -30,6 +30,7 @@
 #![forbid(unsafe_code)]
 
 pub mod basic;
+pub mod bytes;
 pub mod ghost;
 pub mod list;
 pub mod memcached;

@@ -205,6 +205,21 @@ fn bytes_mode(args: &Args, files: &[PathBuf], command: &str) {
             for div in [4, 10, 40] {
                 let mb = ((ws / div as f64 / (1 << 20) as f64).round() as usize).max(2);
                 let limit = mb << 20;
+                for mut p in larder_sim::bytes::policies(limit as u64) {
+                    let hits = t.keys.iter().filter(|&&k| p.access(k, larder_sim::bytes::KEY_BYTES + sizes.of(k) as u64)).count();
+                    let miss = 1.0 - hits as f64 / t.keys.len() as f64;
+                    eprintln!("{} {spec} ÷{div}: {} at {mb} MiB: miss ratio {miss:.4}", t.name, p.name());
+                    rows.push(Row {
+                        workload: format!("{} {spec}", t.name),
+                        capacity_label: format!("÷{div}"),
+                        capacity: mb,
+                        seg_items: 0,
+                        policy: p.name(),
+                        requests: t.keys.len() as u64,
+                        miss_ratio: miss,
+                        copies_per_request: 0.0,
+                    });
+                }
                 let c = larder_sim::store::replay_sized(&t.keys, limit, |k| sizes.of(k));
                 eprintln!("{} {spec} ÷{div}: larder-store -m {mb}: miss ratio {:.4}", t.name, c.miss_ratio());
                 rows.push(Row {
@@ -212,7 +227,7 @@ fn bytes_mode(args: &Args, files: &[PathBuf], command: &str) {
                     capacity_label: format!("÷{div}"),
                     capacity: mb,
                     seg_items: 0,
-                    policy: "larder-store".into(),
+                    policy: "larder-store (segments, real overheads)".into(),
                     requests: t.keys.len() as u64,
                     miss_ratio: c.miss_ratio(),
                     copies_per_request: 0.0,

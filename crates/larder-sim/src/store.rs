@@ -5,7 +5,7 @@
 //! The limit follows larder-bench's hit-ratio scenario: every key gets a
 //! value of `value_size` bytes (4000 by default), and `-m` is the working set
 //! (unique keys × value size) ÷ 4 or ÷ 10 in whole MiB, at least 2. Keys are
-//! the trace's integers in decimal. Reads compare the value with the one
+//! "k" and the trace's integer, zero-padded to 16 bytes (larder-bench's keys). Reads compare the value with the one
 //! written, so a wrong value fails the run instead of counting as a hit.
 
 use crate::Counts;
@@ -44,7 +44,8 @@ pub fn replay_sized(keys: &[u32], memory_limit: usize, size_of: impl Fn(u32) -> 
     for &k in keys {
         use std::fmt::Write;
         kbuf.clear();
-        let _ = write!(kbuf, "{k}");
+        // 16-byte keys, as larder-bench sends them (and as `bytes` charges).
+        let _ = write!(kbuf, "k{k:015}");
         value_of(k, size_of(k), &mut val);
         match store.get(kbuf.as_bytes(), 1, |it| it.value == &val[..]) {
             Lookup::Hit(same) => {
