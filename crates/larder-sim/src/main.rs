@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! larder-sim [--traces DIR] [--segments N] [--json PATH] [--only NAME] [--no-scan] [--cap-scale F] [--store]
+//!            [--sizes SPECS [--max-requests N]]
 //! ```
 //!
 //! `--segments N` (default 64): the segment policies get segments of
@@ -13,6 +14,14 @@
 //! `--store`: also replay each trace through the real `larder_store::Store`
 //! with 4000-byte values at `-m` = working set ÷ 4 and ÷ 10 (larder-bench's
 //! sizing), reported as policy `larder-store -m` (capacity column: MiB).
+//!
+//! `--sizes 4000,50-500,500-5000,etc` (byte mode, issue 16): instead of the
+//! item-count table, every trace × value-size mix × working set ÷ 4, 10, 40
+//! through the byte-capacity policies (`bytes`) and the real store at the
+//! same `-m`, per-key sizes as larder-bench draws them (`sizes`);
+//! `--max-requests N` cuts each trace. `LARDER_SIM_STATS=1` prints the
+//! store's live / dead / index / unused share of `-m` after each replay.
+//! Results and commands: docs/size-aware-eviction.md.
 //!
 //! `--cap-scale F` (default 1): multiply the trace capacities by F, to see
 //! what a given advantage in items per byte is worth in miss ratio.
@@ -64,7 +73,7 @@ fn parse_args() -> Result<Args, String> {
             "--sizes" => a.sizes = val()?.split(',').map(str::to_string).collect(),
             "--cap-scale" => a.scale = val()?.parse().map_err(|e| format!("--cap-scale: {e}"))?,
             "-h" | "--help" => {
-                println!("larder-sim [--traces DIR] [--segments N] [--json PATH] [--only NAME] [--no-scan] [--cap-scale F] [--store]");
+                println!("larder-sim [--traces DIR] [--segments N] [--json PATH] [--only NAME] [--no-scan] [--cap-scale F] [--store] [--sizes SPECS [--max-requests N]]");
                 std::process::exit(0);
             }
             f => return Err(format!("unknown flag {f}")),
