@@ -966,7 +966,8 @@ pub struct Stats {
     pub segment_size: u64,
     /// Bytes held by dead (overwritten/deleted/expired) items not yet reclaimed.
     pub bytes_dead: u64,
-    /// Index tables (both while one resizes), counted in `memory_used`.
+    /// Index tables (both while one resizes) and the ghost filters (see
+    /// `evict`), counted in `memory_used`.
     pub index_bytes: u64,
     pub index_slots: u64,
     pub index_used: u64,
