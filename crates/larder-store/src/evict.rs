@@ -64,10 +64,11 @@
 //!   sizes): miss ratio 0.360 → 0.345 on web07 and 0.183 → 0.174 on web12
 //!   with ETC sizes at -m 2; no change with fixed sizes.
 //! - A ghost filter (issue 16): keys that die in the small queue leave a
-//!   4-byte fingerprint in a direct-mapped table per shard (one entry per
-//!   2 KiB of the limit, 0.2% of it, counted as index bytes); a key written
-//!   again while its ghost is there starts with one hit, so it passes the
-//!   small queue into main — S3-FIFO's ghost, without needing room in main
+//!   4-byte entry (24-bit fingerprint, 8-bit clock) in a direct-mapped
+//!   table per shard (one entry per 2 KiB of the limit, 0.2% of it, counted
+//!   as index bytes); a key written again while its ghost is there, and
+//!   younger than about the last `curr_items` ghosts (S3-FIFO's ghost
+//!   size), starts with one hit, so it passes the small queue into main — S3-FIFO's ghost, without needing room in main
 //!   at write time. Worth 0.0004–0.005 in miss ratio at working set ÷ 4 and
 //!   ÷ 10, but far more when the cache is small: orm-busy at working set ÷ 40
 //!   (-m 7, 4000 B values) 0.261 → 0.213 (larder-sim --sizes), where the
