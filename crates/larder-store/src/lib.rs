@@ -263,9 +263,10 @@ impl Store {
         let nshards = nshards.max((segments / SEGMENTS_PER_SHARD).min(MAX_SHARDS));
         let nshards = 1 << (usize::BITS - 1 - nshards.leading_zeros());
         // The ghost filters: one 4-byte entry per GHOST_BYTES of the limit,
-        // a power of two per shard.
+        // a power of two per shard, allocated on a shard's first eviction
+        // from its small queue (see `Shard::set_ghost`).
         let ghost_entries = (memory_limit / nshards / GHOST_BYTES).next_power_of_two().max(64);
-        let index_bytes = nshards * (Index::bytes_for(INITIAL_BUCKETS) + ghost_entries * 4);
+        let index_bytes = nshards * Index::bytes_for(INITIAL_BUCKETS);
         if memory_limit < segment_size + index_bytes {
             return Err(ConfigError(format!(
                 "memory limit {memory_limit} too small: need at least {} bytes",

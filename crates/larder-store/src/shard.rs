@@ -139,6 +139,8 @@ pub(crate) struct Shard {
     ghost: Box<[u32]>,
     /// Ghosts recorded (see `ghost_add`).
     ghost_clock: u32,
+    /// Entries of the ghost once allocated (0: no ghost).
+    ghost_entries: usize,
 }
 
 /// Fixed-point fraction bits of `Shard::write_mean`.
@@ -169,6 +171,7 @@ impl Shard {
             write_mean: 0,
             ghost: Box::default(),
             ghost_clock: 0,
+            ghost_entries: 0,
         }
     }
 
@@ -178,9 +181,13 @@ impl Shard {
     }
 
     /// Gives the shard a ghost filter of `entries` (a power of two).
+    /// Allocated (and its bytes reserved from the budget) when the shard
+    /// first evicts from its small queue: a cache that never does (large
+    /// objects only, or nothing evicted yet) pays nothing for it — memcached's
+    /// t/lru.t counts the evictions of 1 MB values at -m 64 exactly.
     pub fn set_ghost(&mut self, entries: usize) {
         debug_assert!(entries.is_power_of_two());
-        self.ghost = vec![0u32; entries].into_boxed_slice();
+        self.ghost_entries = entries;
     }
 
     /// Slot and 24-bit fingerprint of hash `h` in the ghost (one false
@@ -193,7 +200,12 @@ impl Shard {
 
     /// Records `h` as a ghost: its fingerprint (high 24 bits) and the
     /// ghost clock, which counts ghosts recorded, in units of 256 (low 8).
-    fn ghost_add(&mut self, h: u64) {
+    fn ghost_add(&mut self, h: u64, pool: &Pool) {
+        if self.ghost.is_empty() && self.ghost_entries > 0 {
+            // Once per shard; the next allocation evicts to pay it back.
+            pool.force_reserve(self.ghost_entries * 4);
+            self.ghost = vec![0u32; self.ghost_entries].into_boxed_slice();
+        }
         if !self.ghost.is_empty() {
             let (i, fp) = self.ghost_slot(h);
             self.ghost_clock = self.ghost_clock.wrapping_add(1);
@@ -850,7 +862,7 @@ impl Shard {
                     } else {
                         self.note_eviction(&h, now);
                         if !from_main && !keep_all {
-                            self.ghost_add(key_hash);
+                            self.ghost_add(key_hash, pool);
                         }
                         Why::Evicted
                     };
@@ -1177,7 +1189,7 @@ mod tests {
         let x = g.put(b"x", &[1; 100], 0, 1);
         assert!(g.sh.evict_keeping(x.seg, 1, &g.pool, false).is_some());
         for i in 0..600u64 {
-            g.sh.ghost_add(i.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 64);
+            g.sh.ghost_add(i.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 64, &g.pool);
         }
         g.put(b"x", &[1; 100], 0, 1);
         assert_eq!(freq(&mut g, b"x"), 0, "x's ghost is 600 ghosts old, the cache holds one item");
