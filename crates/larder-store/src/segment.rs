@@ -46,12 +46,58 @@ pub struct Segment {
     /// (they bring their segment's time). `stats items` `age` is the
     /// oldest of these among segments holding live items.
     pub born: Time,
+    /// The segment's own installation time (`born` before anything moved in).
+    pub own_born: Time,
+    /// Where the items moved in since `born` last went back to `own_born`
+    /// start (`u32::MAX`: none), and how many of them live: once all are
+    /// gone, `born` is `own_born` again. Without this a segment that once
+    /// took in old survivors kept their time for as long as it lived, and
+    /// `age` stayed old after those items were deleted.
+    pub moved_from: u32,
+    pub moved_live: u32,
 }
 
 impl Segment {
     pub fn new(buf: Box<[u8]>, gen: u64, large: bool) -> Segment {
         let write_off = if large { buf.len() } else { 0 };
-        Segment { buf, gen, write_off, live_bytes: 0, live_items: 0, large, max_exp: 0, cas: 0, main: false, born: 0 }
+        Segment {
+            buf,
+            gen,
+            write_off,
+            live_bytes: 0,
+            live_items: 0,
+            large,
+            max_exp: 0,
+            cas: 0,
+            main: false,
+            born: 0,
+            own_born: 0,
+            moved_from: u32::MAX,
+            moved_live: 0,
+        }
+    }
+
+    /// An item moved in at offset `off`, from a segment born at `born`.
+    pub fn took_moved(&mut self, off: usize, born: Time) {
+        self.born = self.born.min(born);
+        if self.moved_from == u32::MAX {
+            self.moved_from = off as u32;
+        }
+        self.moved_live += 1;
+    }
+
+    /// The item at offset `off` is no longer live here: if it was the last
+    /// of those moved in, the segment's time is its own again. (An item
+    /// compacted below `moved_from` is not counted out: `born` then stays
+    /// the older time, which only overstates `age`.)
+    pub fn item_gone(&mut self, off: u32) {
+        if off >= self.moved_from && self.moved_live > 0 {
+            self.moved_live -= 1;
+            if self.moved_live == 0 {
+                self.born = self.own_born;
+                self.moved_from = u32::MAX;
+            }
+        }
     }
 
     pub fn free_space(&self) -> usize {

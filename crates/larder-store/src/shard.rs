@@ -367,6 +367,7 @@ impl Shard {
         let seg = self.segs.get_mut(loc.seg);
         seg.live_bytes -= size;
         seg.live_items -= 1;
+        seg.item_gone(loc.off);
         self.st.live_bytes -= size as u64;
         self.st.curr_items -= 1;
         match why {
@@ -510,6 +511,7 @@ impl Shard {
         self.max_gen = self.max_gen.max(gen);
         let mut seg = Segment::new(buf, gen, large);
         seg.born = now;
+        seg.own_born = now;
         self.st.written_bytes += seg.write_off as u64;
         if large {
             seg.cas = gen << 24;
@@ -763,8 +765,8 @@ impl Shard {
         let dst = if compact.is_none() && main != 0 && main != victim && self.segs.get(main).free_space() >= new_size {
             let born = self.segs.get(victim).born;
             let m = self.segs.get_mut(main);
-            m.born = m.born.min(born);
             let d = m.write_off;
+            m.took_moved(d, born);
             m.write_off += new_size;
             m.live_bytes += new_size;
             m.live_items += 1;
@@ -772,6 +774,7 @@ impl Shard {
             let v = self.segs.get_mut(victim);
             v.live_bytes -= size;
             v.live_items -= 1;
+            v.item_gone(loc.off);
             self.st.written_bytes += new_size as u64;
             Loc { seg: main, off: d as u32 }
         } else {
