@@ -43,11 +43,15 @@ def free_port():
 class Server:
     """One server process listening on 127.0.0.1:<port>, TCP only."""
 
-    def __init__(self, binary, args=(), name=None, start_timeout=10.0):
+    def __init__(self, binary, args=(), name=None, start_timeout=10.0, env=None):
         self.binary = binary
         self.args = list(args)
         self.name = name or os.path.basename(binary)
         self.start_timeout = start_timeout
+        # extra environment variables (e.g. SASL_CONF_PATH for -S)
+        self.env = dict(env or {})
+        # -S speaks only the binary protocol: probe readiness with a binary version
+        self.binary_probe = "-S" in self.args or "--enable-sasl" in self.args
         self.proc = None
         self.port = None
         self.log_path = None
@@ -71,7 +75,7 @@ class Server:
             cmd = self.command(port)
             self.proc = subprocess.Popen(
                 cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True)
+                start_new_session=True, env={**os.environ, **self.env})
             log.close()
             _live.add(self)
             self.port = port
@@ -89,9 +93,15 @@ class Server:
                 return False
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1.0) as s:
-                    s.sendall(b"version\r\n")
                     s.settimeout(2.0)
-                    if s.recv(100).startswith(b"VERSION "):
+                    if self.binary_probe:
+                        # binary VERSION (0x0b): allowed before SASL authentication
+                        s.sendall(b"\x80\x0b" + bytes(22))
+                        ready = s.recv(100)[:2] == b"\x81\x0b"
+                    else:
+                        s.sendall(b"version\r\n")
+                        ready = s.recv(100).startswith(b"VERSION ")
+                    if ready:
                         return True
             except OSError:
                 pass

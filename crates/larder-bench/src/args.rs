@@ -9,7 +9,7 @@ pub struct Args {
 }
 
 /// Flags that take no value.
-const SWITCHES: &[&str] = &["smoke", "json", "help", "no-chart", "quiet"];
+const SWITCHES: &[&str] = &["smoke", "json", "help", "no-chart", "quiet", "cold"];
 
 impl Args {
     pub fn parse(argv: &[String]) -> Result<Args, String> {

@@ -9,9 +9,9 @@
 //! allocates nothing.
 
 use std::collections::VecDeque;
-use std::io::{ErrorKind, Read, Write};
+use std::io::ErrorKind;
 
-use mio::net::TcpStream;
+use crate::tls::Stream;
 
 use crate::codec::{self, Frame};
 use crate::dist::Rng;
@@ -35,7 +35,7 @@ pub struct Window {
 }
 
 pub struct Conn {
-    pub stream: TcpStream,
+    pub stream: Stream,
     rbuf: Vec<u8>,
     rstart: usize,
     rend: usize,
@@ -56,7 +56,7 @@ pub struct Conn {
 }
 
 impl Conn {
-    pub fn new(stream: TcpStream, seed: u64, seq: (u64, u64)) -> Conn {
+    pub fn new(stream: Stream, seed: u64, seq: (u64, u64)) -> Conn {
         Conn {
             stream,
             rbuf: vec![0; 64 * 1024],
@@ -82,7 +82,7 @@ impl Conn {
     }
 
     pub fn has_output(&self) -> bool {
-        self.wpos < self.wbuf.len()
+        self.wpos < self.wbuf.len() || self.stream.wants_write()
     }
 
     /// Encodes one more request with the given start time; false if there is nothing to send.
@@ -152,7 +152,15 @@ impl Conn {
         }
         self.wbuf.clear();
         self.wpos = 0;
-        Ok(())
+        // TLS: the records of what was just written.
+        match self.stream.send_pending() {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                self.writable = false;
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Reads everything available and completes the requests it answers.

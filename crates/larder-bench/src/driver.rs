@@ -146,11 +146,10 @@ fn thread_main(cfg: &LoadConfig, w: &Workload, ids: &[usize], barrier: &Barrier,
         };
         match std::net::TcpStream::connect_timeout(&cfg.addr, Duration::from_secs(5)) {
             Ok(s) => {
-                let _ = s.set_nodelay(true);
-                s.set_nonblocking(true).map_err(|e| e.to_string())?;
-                let mut s = mio::net::TcpStream::from_std(s);
+                // (plain, or TLS with its handshake done: `--tls-ca`)
+                let mut s = crate::tls::Stream::open(s).map_err(|e| format!("connect {}: {e}", cfg.addr))?;
                 poll.registry()
-                    .register(&mut s, Token(i), Interest::READABLE | Interest::WRITABLE)
+                    .register(s.socket(), Token(i), Interest::READABLE | Interest::WRITABLE)
                     .map_err(|e| e.to_string())?;
                 conns.push(Conn::new(s, cfg.seed.wrapping_add(id as u64 * 7919), seq));
             }

@@ -23,6 +23,7 @@ mod scenarios;
 mod server;
 mod stampede;
 mod stats;
+mod tls;
 mod trace;
 mod workload;
 
@@ -33,7 +34,8 @@ use scenarios::Kind;
 
 const USAGE: &str = "\
 usage:
-  larder-bench run --server HOST:PORT [--scenario NAME] [--pid PID] [--smoke] [--json] [knobs]
+  larder-bench run --server HOST:PORT [--scenario NAME] [--pid PID] [--smoke] [--json]
+                   [--tls-ca CA.pem (TLS to a -Z server)] [knobs]
   larder-bench compare [--memcached BIN] [--larder BIN] [--rounds N] [--out BENCHMARKS.md]
                        [--smoke] [--scenarios a,b,...] [--server-threads 1] [--server-cpu 0]
                        [--gen-cpu 1] [--traces DIR] [--results-dir DIR] [--note TEXT] [--no-chart]
@@ -107,6 +109,9 @@ fn cmd_run(argv: &[String]) -> Result<i32, String> {
     if let Some(cpus) = a.str("gen-cpu") {
         server::pin_self(&cpus)?;
     }
+    if let Some(ca) = a.str("tls-ca") {
+        tls::enable(&ca)?;
+    }
     a.check_unused()?;
     if sc.knobs.rate.is_none() && sc.knobs.rate_of_peak.is_some() {
         return Err(format!("{name} is open loop: give --rate OPS (compare derives it from memcached's get-hit peak)"));
@@ -174,9 +179,12 @@ fn cmd_compare(argv: &[String]) -> Result<i32, String> {
         }
     }
     let mut md = report::markdown(&cfg, &results, &cmdline, &started, &load_before);
-    // The stampede section comes from `larder-bench stampede`: keep it.
-    if let Some(section) = std::fs::read_to_string(&cfg.out).ok().as_deref().and_then(stampede::existing_section) {
-        md = stampede::splice_section(&md, "## Stampede", &section);
+    // The stampede sections come from `larder-bench stampede`: keep them.
+    let old = std::fs::read_to_string(&cfg.out).unwrap_or_default();
+    for heading in [stampede::HEADING, stampede::COLD_HEADING] {
+        if let Some(section) = stampede::existing_section(&old, heading) {
+            md = stampede::splice_section(&md, heading, &section);
+        }
     }
     std::fs::write(&cfg.out, md).map_err(|e| format!("{}: {e}", cfg.out))?;
     eprintln!("wrote {}, {}", cfg.out, cfg.json_out);

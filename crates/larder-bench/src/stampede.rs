@@ -9,6 +9,11 @@
 //! | `mc-lock` | memcached | `get`; on a miss `add lock:<key> 0 5 1`: the winner re-checks with `get`, recomputes, `set`s, `delete`s the lock; losers sleep 50 ms and start over |
 //! | `larder-meta` | larder | `mg <key> v t c N5 R2`; `W` → recompute and `ms <key> <len> T2`; a value (with or without `Z`) is used at once; `Z` with the empty vivified value → sleep 50 ms and start over |
 //! | `larder-grace` | larder `-o grace=30s` | the `mc-plain` client, unchanged: the server hands the first getter after expiry a miss and everyone else the old value |
+//! | `larder-coalesce` | larder `-o grace=30s,coalesce=2s` | the `mc-plain` client, unchanged: besides grace, other gets of an *absent* key wait for the first getter's `set` |
+//!
+//! `--cold` measures the other stampede: the key is absent when the clients start (a restart,
+//! a first deploy) and again after a `flush_all` half way through; values never expire, so
+//! each of those two moments is one round.
 //!
 //! Why these choices:
 //! - The key is set once before the clients start (the cold-start stampede is not what is
@@ -57,10 +62,11 @@ pub enum Mode {
     McLock,
     LarderMeta,
     LarderGrace,
+    LarderCoalesce,
 }
 
 impl Mode {
-    pub const ALL: [Mode; 4] = [Mode::McPlain, Mode::McLock, Mode::LarderMeta, Mode::LarderGrace];
+    pub const ALL: [Mode; 5] = [Mode::McPlain, Mode::McLock, Mode::LarderMeta, Mode::LarderGrace, Mode::LarderCoalesce];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -68,6 +74,7 @@ impl Mode {
             Mode::McLock => "mc-lock",
             Mode::LarderMeta => "larder-meta",
             Mode::LarderGrace => "larder-grace",
+            Mode::LarderCoalesce => "larder-coalesce",
         }
     }
 
@@ -76,13 +83,14 @@ impl Mode {
     }
 
     pub fn is_larder(self) -> bool {
-        matches!(self, Mode::LarderMeta | Mode::LarderGrace)
+        matches!(self, Mode::LarderMeta | Mode::LarderGrace | Mode::LarderCoalesce)
     }
 
     /// Extra server flags for this mode.
     pub fn server_args(self) -> Vec<String> {
         match self {
             Mode::LarderGrace => vec!["-o".into(), "grace=30s".into()],
+            Mode::LarderCoalesce => vec!["-o".into(), "grace=30s,coalesce=2s".into()],
             _ => Vec::new(),
         }
     }
@@ -93,6 +101,7 @@ impl Mode {
             Mode::McLock => "memcached, client-side lock (add lock key; losers sleep 50 ms and retry)",
             Mode::LarderMeta => "larder, meta protocol (mg N5 R2: W recomputes, Z uses the value or waits 50 ms)",
             Mode::LarderGrace => "larder -o grace=30s, plain get/set clients",
+            Mode::LarderCoalesce => "larder -o grace=30s,coalesce=2s, plain get/set clients",
         }
     }
 }
@@ -113,6 +122,9 @@ pub struct Config {
     pub value_size: usize,
     pub request_timeout: Duration,
     pub attempt_timeout: Duration,
+    /// Cold start: the key is absent at the start and flushed half way
+    /// through; values never expire.
+    pub cold: bool,
 }
 
 impl Default for Config {
@@ -131,6 +143,28 @@ impl Default for Config {
             value_size: 100,
             request_timeout: Duration::from_secs(2),
             attempt_timeout: Duration::from_secs(10),
+            cold: false,
+        }
+    }
+}
+
+impl Config {
+    /// The TTL clients store values with: none in a cold-start run, where
+    /// only the start and the flush make the key absent.
+    pub fn value_ttl(&self) -> u32 {
+        if self.cold {
+            0
+        } else {
+            self.ttl
+        }
+    }
+
+    /// Backend calls this close to the first of a round belong to it.
+    fn round_window(&self) -> f64 {
+        if self.cold {
+            0.5
+        } else {
+            self.ttl as f64 / 4.0
         }
     }
 }
@@ -370,6 +404,14 @@ impl<S: Read + Write> Conn<S> {
         self.storage("add", key, ttl, value)
     }
 
+    pub fn flush_all(&mut self) -> Result<(), String> {
+        self.send(b"flush_all\r\n")?;
+        match self.read_line()? {
+            "OK\r\n" => Ok(()),
+            other => Err(bad("flush_all", other)),
+        }
+    }
+
     pub fn delete(&mut self, key: &str) -> Result<(), String> {
         self.send(format!("delete {key}\r\n").as_bytes())?;
         match self.read_line()? {
@@ -479,13 +521,13 @@ pub fn attempt<S: Read + Write>(mode: Mode, c: &mut Conn<S>, cfg: &Config, backe
         }
         let first = a.retries == 0;
         match mode {
-            Mode::McPlain | Mode::LarderGrace => {
+            Mode::McPlain | Mode::LarderGrace | Mode::LarderCoalesce => {
                 if c.get(key)?.is_some() {
                     a.immediate = first;
                     return Ok(a);
                 }
                 let v = backend.call();
-                c.set(key, cfg.ttl, &v)?;
+                c.set(key, cfg.value_ttl(), &v)?;
                 a.recomputed = true;
                 return Ok(a);
             }
@@ -499,7 +541,7 @@ pub fn attempt<S: Read + Write>(mode: Mode, c: &mut Conn<S>, cfg: &Config, backe
                     // Someone may have refilled between our miss and our lock.
                     if c.get(key)?.is_none() {
                         let v = backend.call();
-                        c.set(key, cfg.ttl, &v)?;
+                        c.set(key, cfg.value_ttl(), &v)?;
                         a.recomputed = true;
                     }
                     c.delete(&lock)?;
@@ -512,7 +554,7 @@ pub fn attempt<S: Read + Write>(mode: Mode, c: &mut Conn<S>, cfg: &Config, backe
                 let r = c.mg(key, cfg.lease_ttl, cfg.recache_secs)?;
                 if r.win || r.miss {
                     let v = backend.call();
-                    c.ms(key, cfg.ttl, &v)?;
+                    c.ms(key, cfg.value_ttl(), &v)?;
                     a.recomputed = true;
                     return Ok(a);
                 }
@@ -543,8 +585,9 @@ fn histogram() -> Histogram<u64> {
 /// Runs `cfg.clients` client threads against `addr` for `cfg.duration`.
 pub fn run_clients(addr: SocketAddr, mode: Mode, cfg: &Config) -> Result<Outcome, String> {
     let backend = Arc::new(Backend::new(cfg.recompute, cfg.value_size));
-    // The key exists before the clients start (see the module docs).
-    {
+    // The key exists before the clients start (see the module docs),
+    // except in a cold-start run.
+    if !cfg.cold {
         let mut c = Conn::connect(addr, cfg.request_timeout)?;
         let v = backend.value(0);
         match mode {
@@ -605,7 +648,15 @@ pub fn run_clients(addr: SocketAddr, mode: Mode, cfg: &Config) -> Result<Outcome
             .map_err(|e| format!("spawning client thread: {e}"))?;
         handles.push(h);
     }
-    std::thread::sleep(cfg.duration);
+    if cfg.cold {
+        // The second cold start: everything flushed half way through.
+        std::thread::sleep(cfg.duration / 2);
+        let mut c = Conn::connect(addr, cfg.request_timeout)?;
+        c.flush_all()?;
+        std::thread::sleep(cfg.duration - cfg.duration / 2);
+    } else {
+        std::thread::sleep(cfg.duration);
+    }
     stop.store(true, Ordering::Relaxed);
     let mut latency = histogram();
     let mut hit_latency = histogram();
@@ -623,7 +674,7 @@ pub fn run_clients(addr: SocketAddr, mode: Mode, cfg: &Config) -> Result<Outcome
     }
     let elapsed = t0.elapsed().as_secs_f64();
     let call_times = backend.calls();
-    let window = cfg.ttl as f64 / 4.0;
+    let window = cfg.round_window();
     Ok(Outcome {
         mode,
         clients: cfg.clients,
@@ -710,14 +761,32 @@ pub struct RunInfo<'a> {
     pub note: &'a str,
 }
 
-/// The `## Stampede` section of BENCHMARKS.md.
+/// The headings of the sections `larder-bench stampede` writes.
+pub const HEADING: &str = "## Stampede";
+pub const COLD_HEADING: &str = "## Stampede: cold start";
+
+/// The `## Stampede` (or, with `cfg.cold`, the cold-start) section of BENCHMARKS.md.
 pub fn markdown(results: &[Outcome], cfg: &Config, run: &RunInfo<'_>) -> String {
     let RunInfo { cmdline, started, load, servers, note } = *run;
     let mut s = String::new();
-    s.push_str("## Stampede\n\n");
+    s.push_str(if cfg.cold { COLD_HEADING } else { HEADING });
+    s.push_str("\n\n");
     if !note.is_empty() {
         s.push_str(&format!("> **{note}**\n\n"));
     }
+    if cfg.cold {
+        s.push_str(&format!(
+            "One hot key, read by N clients (blocking connections, one thread each, {think} ms think \
+time between reads), **absent when the clients start** (a restart, a first deploy) **and again \
+after a `flush_all`** sent half way through the run. A client told to recompute \"calls the \
+database\" (sleeps {rc} ms; every call counted) and stores the value without expiry, so the run \
+has exactly two cold starts. Each mode runs {dur} s against a freshly started server (`-t 1`, \
+pinned to CPU 0; the clients are pinned to CPU 1). Generated by `larder-bench stampede --cold`:\n\n```\n{cmdline}\n```\n\n",
+            think = cfg.think.as_millis(),
+            rc = cfg.recompute.as_millis(),
+            dur = cfg.duration.as_secs_f64(),
+        ));
+    } else {
     s.push_str(&format!(
         "One hot key with a {ttl} s TTL, read by N clients (blocking connections, one thread each, \
 {think} ms think time between reads). A client told to recompute \"calls the database\" \
@@ -729,6 +798,7 @@ once before the clients start. Each mode runs {dur} s against a freshly started 
         rc = cfg.recompute.as_millis(),
         dur = cfg.duration.as_secs_f64(),
     ));
+    }
     s.push_str("| mode | what the client does |\n|---|---|\n");
     for m in Mode::ALL {
         let what = match m {
@@ -736,6 +806,7 @@ once before the clients start. Each mode runs {dur} s against a freshly started 
             Mode::McLock => "`get`; on a miss `add lock:<key> 0 5 1`; the winner re-checks with `get`, recomputes, `set`s and `delete`s the lock; losers sleep 50 ms and start over",
             Mode::LarderMeta => "`mg <key> v t c N5 R2`; on `W` recompute (synchronously, like meta-memcache's recache) and `ms <key> <len> T2`; a non-empty value, `Z` or not, is used at once; `Z` with the empty vivified placeholder: sleep 50 ms and start over",
             Mode::LarderGrace => "the `mc-plain` client unchanged; the server (`-o grace=30s`, lease 5 s) gives the first getter after expiry a miss and everyone else the old value",
+            Mode::LarderCoalesce => "the `mc-plain` client unchanged; the server (`-o grace=30s,coalesce=2s`) does what larder-grace does, and besides gives the first getter of an *absent* key a miss and holds the others' gets (up to 2 s) until its `set` arrives",
         };
         s.push_str(&format!("| {} | {what} |\n", m.name()));
     }
@@ -743,10 +814,16 @@ once before the clients start. Each mode runs {dur} s against a freshly started 
     for (m, line) in servers {
         s.push_str(&format!("- {}: `{line}`\n", m.name()));
     }
-    s.push_str(
+    s.push_str(if cfg.cold {
+        "\nColumns: *rounds* are cold starts (backend calls grouped: a call within 0.5 s of the \
+first call of the current round belongs to it; the run has two); *calls/round*"
+    } else {
         "\nColumns: *rounds* are refresh rounds (backend calls grouped: a call within 0.5 s of \
 the first call of the current round belongs to it; one round = one expiry, or one early `R` \
-refresh for larder-meta); *calls/round* is the goal figure (1 = no stampede); *latency* is per read \
+refresh for larder-meta); *calls/round*"
+    });
+    s.push_str(
+        " is the goal figure (1 = no stampede); *latency* is per read \
 attempt, from its start until the client has a usable value, including waits, retries and its \
 own recompute; *hit p99* is the p99 of attempts whose first request returned a value — the \
 plain-hit baseline of the same run; *reads ≥ 50 ms* counts the attempts that waited for a \
@@ -829,10 +906,10 @@ pub fn splice_section(doc: &str, heading: &str, section: &str) -> String {
     out
 }
 
-/// The `## Stampede` section of an existing file, if any (so `compare` keeps it).
-pub fn existing_section(doc: &str) -> Option<String> {
+/// The section of an existing file under `heading`, if any (so `compare` keeps it).
+pub fn existing_section(doc: &str, heading: &str) -> Option<String> {
     let lines: Vec<&str> = doc.lines().collect();
-    let start = lines.iter().position(|l| l.trim_end() == "## Stampede")?;
+    let start = lines.iter().position(|l| l.trim_end() == heading)?;
     let mut in_code = false;
     let mut end = lines.len();
     for (i, l) in lines.iter().enumerate().skip(start + 1) {
@@ -849,8 +926,9 @@ pub fn existing_section(doc: &str) -> Option<String> {
 
 pub const USAGE: &str = "\
   larder-bench stampede [--memcached BIN] [--larder BIN] [--clients 50,200] [--duration 60]
-                        [--modes mc-plain,mc-lock,larder-meta,larder-grace] [--out BENCHMARKS.md]
-                        [--smoke] [--server-cpu 0] [--gen-cpu 1] [--note TEXT]
+                        [--modes mc-plain,mc-lock,larder-meta,larder-grace,larder-coalesce]
+                        [--cold] [--out BENCHMARKS.md] [--smoke] [--server-cpu 0] [--gen-cpu 1]
+                        [--note TEXT]
 ";
 
 /// `larder-bench stampede`.
@@ -859,7 +937,7 @@ pub fn cmd(argv: &[String]) -> Result<i32, String> {
     let smoke = a.flag("smoke");
     let memcached = a.str("memcached").unwrap_or_else(|| "/usr/bin/memcached".into());
     let larder = a.str("larder");
-    let mut cfg = Config::default();
+    let mut cfg = Config { cold: a.flag("cold"), ..Config::default() };
     let clients: Vec<usize> = match a.str("clients") {
         Some(s) => s.split(',').map(|c| c.trim().parse().map_err(|_| format!("--clients: bad number {c:?}"))).collect::<Result<_, _>>()?,
         None if smoke => vec![20],
@@ -910,8 +988,9 @@ pub fn cmd(argv: &[String]) -> Result<i32, String> {
     let md = markdown(&results, &cfg, &run);
     if let Some(path) = out {
         let old = std::fs::read_to_string(&path).unwrap_or_default();
-        std::fs::write(&path, splice_section(&old, "## Stampede", &md)).map_err(|e| format!("{path}: {e}"))?;
-        eprintln!("wrote the Stampede section of {path}");
+        let heading = if cfg.cold { COLD_HEADING } else { HEADING };
+        std::fs::write(&path, splice_section(&old, heading, &md)).map_err(|e| format!("{path}: {e}"))?;
+        eprintln!("wrote the {} section of {path}", heading.trim_start_matches("## "));
     } else {
         print!("{md}");
     }
@@ -939,8 +1018,8 @@ mod tests {
         assert_eq!(out, "# t\n\n## A\na\n\n## Stampede\nnew\n\n## B\nb\n");
         let out2 = splice_section("# t\n\n## A\na\n", "## Stampede", "## Stampede\nnew\n");
         assert_eq!(out2, "# t\n\n## A\na\n\n## Stampede\nnew\n");
-        assert_eq!(existing_section(doc).unwrap(), "## Stampede\nold\n```\n## not a heading\n```\n");
-        assert_eq!(existing_section("# t\n"), None);
+        assert_eq!(existing_section(doc, HEADING).unwrap(), "## Stampede\nold\n```\n## not a heading\n```\n");
+        assert_eq!(existing_section("# t\n", HEADING), None);
     }
 
     /// A fake server: canned replies in, requests recorded.
@@ -1039,13 +1118,17 @@ mod tests {
     }
 
     fn real(mode: Mode) -> Option<Outcome> {
+        real_with(mode, false)
+    }
+
+    fn real_with(mode: Mode, cold: bool) -> Option<Outcome> {
         let bin = if mode.is_larder() {
             larder_testkit::require_or_skip(larder_bin(), "the larder binary ($LARDER, or cargo's for this profile)", larder_testkit::larder::LARDER_BUILD)
         } else {
             larder_testkit::require_or_skip(memcached_bin(), "memcached ($MEMCACHED or /usr/bin/memcached)", "apt-get install memcached (scripts/test installs it)")
         };
         let bin = bin?;
-        let cfg = Config { clients: 20, duration: Duration::from_secs(6), ..Config::default() };
+        let cfg = Config { clients: 20, duration: Duration::from_secs(6), cold, ..Config::default() };
         let r = run_mode(mode, &bin, "", &cfg).unwrap();
         eprintln!("{}", r.to_text());
         assert_eq!(r.errors, 0, "{}", r.to_text());
@@ -1084,6 +1167,24 @@ mod tests {
         if let Some(r) = real(Mode::McPlain) {
             assert!(r.rounds.len() >= 2, "{}", r.to_text());
             assert!(r.calls_per_round() > 5.0, "20 clients reading every 10 ms all miss during a 200 ms recompute: {}", r.to_text());
+        }
+    }
+
+    #[test]
+    fn coalescing_larder_calls_the_backend_once_per_cold_start() {
+        if let Some(r) = real_with(Mode::LarderCoalesce, true) {
+            // The start and the flush half way through: two cold starts.
+            assert_eq!(r.rounds, vec![1, 1], "{}", r.to_text());
+            // Waiters are answered by the refill, not by the 2 s window.
+            assert!(r.max_ms() < 1000.0, "{}", r.to_text());
+        }
+    }
+
+    #[test]
+    fn plain_clients_against_memcached_stampede_on_a_cold_start() {
+        if let Some(r) = real_with(Mode::McPlain, true) {
+            assert_eq!(r.rounds.len(), 2, "{}", r.to_text());
+            assert!(r.calls_per_round() > 5.0, "20 clients all miss a cold key during a 200 ms recompute: {}", r.to_text());
         }
     }
 }

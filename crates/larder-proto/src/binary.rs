@@ -41,14 +41,23 @@
 //!   → `UNKNOWN_COMMAND` and close; key longer than 250 bytes (whatever the
 //!   opcode) → `EINVAL` and close; wrong extras/key/body shape for the
 //!   opcode → `EINVAL` and close. Closing errors carry `close: true`.
-//! * An unknown opcode (including the SASL ones: larder, like memcached
-//!   built without SASL, does not support them, and the range opcodes
-//!   `0x30..=0x3c`) → `UNKNOWN_COMMAND`, connection kept. memcached swallows
-//!   `body length` bytes *after* the extras and key it already consumed (it
-//!   over-reads by extras + key; a body length of 2^31 or more is not
-//!   swallowed at all): `swallow` reproduces exactly that. For the SASL
-//!   opcodes memcached first checks their shape (`EINVAL` and close if
-//!   wrong) and swallows `body length - key length`.
+//! * An unknown opcode (including the range opcodes `0x30..=0x3c`, and the
+//!   SASL ones when the server runs without `-S`) → `UNKNOWN_COMMAND`,
+//!   connection kept. memcached swallows `body length` bytes *after* the
+//!   extras and key it already consumed (it over-reads by extras + key; a
+//!   body length of 2^31 or more is not swallowed at all): `swallow`
+//!   reproduces exactly that. For the SASL opcodes memcached first checks
+//!   their shape (`EINVAL` and close if wrong) and swallows `body length -
+//!   key length`.
+//! * With SASL on (`-S`, [`parse_sasl`]): the SASL opcodes are requests
+//!   ([`BinParsed::Sasl`]), and a connection that has not authenticated
+//!   gets `AUTH_ERROR` ("Auth failure.") and is closed for any opcode but
+//!   the SASL ones and `version`, once header, extras and key are in. That
+//!   check comes right after the key + extras > body check and before every
+//!   other one (memcached's `dispatch_bin_command`). A mechanism name longer
+//!   than [`MAX_SASL_MECH_LEN`] → `EINVAL`, its data swallowed, connection
+//!   kept; SASL data memcached could not hold in one unchunked item
+//!   ([`SASL_DATA_ITEM_MAX`]) → `ENOMEM`, swallowed.
 //! * A storage command whose item could never fit `limits.item_size_max`
 //!   (the same size memcached computes, [`item_size`]) → `E2BIG`
 //!   ("Too large."), its value swallowed without being buffered. For
@@ -112,6 +121,10 @@
 //!   `KEY_ENOENT` "Not found" (no end packet). Stat packets use opcode
 //!   `0x10`, status 0, cas 0 and the request's opaque.
 //! * **quit**: empty success reply, then close after writing; `quitq`: close.
+//! * **SASL** (`-S`, [`BinParsed::Sasl`]): list → success with the
+//!   mechanisms, space-separated, as the value; auth/step → success with the
+//!   value `Authenticated`, `AUTH_CONTINUE` with the server's challenge as
+//!   the value, or `AUTH_ERROR` ("Auth failure."). All with cas 0.
 //! * **Closing**: on [`BinParsed::Close`] (bad magic) memcached closes at
 //!   once, and replies still queued from earlier packets of the same read
 //!   are lost unless a `noop` (or another flushing reply) came before;
@@ -134,6 +147,17 @@ pub const HEADER_LEN: usize = 24;
 pub const KEY_MAX_LENGTH: usize = 250;
 /// The incr/decr expiry meaning "do not create a missing item".
 pub const NO_CREATE: u32 = 0xffff_ffff;
+/// memcached's `MAX_SASL_MECH_LEN`: a longer mechanism name is `EINVAL`.
+pub const MAX_SASL_MECH_LEN: usize = 32;
+/// The largest item (by [`item_size`]) memcached can hold SASL data in:
+/// it reads the data into an item and refuses a chunked one, and items
+/// above half a slab page (1 MiB) are chunked. Also bounded by `-I`.
+pub const SASL_DATA_ITEM_MAX: usize = 512 * 1024;
+
+/// `SASL_LIST_MECHS`, `SASL_AUTH`, `SASL_STEP`.
+pub const OP_SASL_LIST_MECHS: u8 = 0x20;
+pub const OP_SASL_AUTH: u8 = 0x21;
+pub const OP_SASL_STEP: u8 = 0x22;
 
 /// `ENOMEM` body memcached sends when a set/append item cannot be allocated.
 pub const OOM_ITEM: &[u8] = b"Out of memory allocating item";
@@ -451,11 +475,36 @@ pub struct BinRequest<'a> {
     pub extras: Extras,
 }
 
+/// Which SASL command a [`SaslRequest`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SaslCommand {
+    /// `SASL_LIST_MECHS` (0x20): no key, no body.
+    ListMechs,
+    /// `SASL_AUTH` (0x21): key = mechanism, value = the client's first message.
+    Auth,
+    /// `SASL_STEP` (0x22): key = mechanism, value = the client's next message.
+    Step,
+}
+
+/// A complete SASL request (only with [`parse_sasl`]). Replies echo
+/// `opcode` and `opaque`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SaslRequest<'a> {
+    pub command: SaslCommand,
+    pub opcode: u8,
+    pub opaque: u32,
+    /// The mechanism name (empty for `ListMechs`), at most [`MAX_SASL_MECH_LEN`] bytes.
+    pub mech: &'a [u8],
+    pub data: &'a [u8],
+}
+
 /// What [`parse`] found at the front of the buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BinParsed<'a> {
     /// A complete request that used `consumed` bytes.
     Request { request: BinRequest<'a>, consumed: usize },
+    /// A complete SASL request that used `consumed` bytes ([`parse_sasl`] only).
+    Sasl { request: SaslRequest<'a>, consumed: usize },
     /// Not enough bytes yet. `needed` is `None` until the 24-byte header is
     /// in; then it is the buffer length at which `parse` will decide: the
     /// header, extras and key, or, once those are valid, the header and the
@@ -514,8 +563,21 @@ fn c_int_swallow(n: u32) -> usize {
     }
 }
 
-/// Parse one binary request from the front of `buf`. See the module docs.
+/// Parse one binary request from the front of `buf`, for a server without
+/// SASL. See the module docs.
 pub fn parse<'a>(buf: &'a [u8], limits: &Limits) -> BinParsed<'a> {
+    parse_with(buf, limits, None)
+}
+
+/// Parse one binary request for a server with SASL on (`-S`), from a
+/// connection that has (`authenticated`) or has not yet authenticated.
+/// See the module docs.
+pub fn parse_sasl<'a>(buf: &'a [u8], limits: &Limits, authenticated: bool) -> BinParsed<'a> {
+    parse_with(buf, limits, Some(authenticated))
+}
+
+/// `sasl`: `None` without SASL, else whether the connection authenticated.
+fn parse_with<'a>(buf: &'a [u8], limits: &Limits, sasl: Option<bool>) -> BinParsed<'a> {
     if buf.len() < HEADER_LEN {
         return BinParsed::Incomplete { needed: None };
     }
@@ -552,8 +614,15 @@ pub fn parse<'a>(buf: &'a [u8], limits: &Limits) -> BinParsed<'a> {
     if (keylen + extlen) as u64 > bodylen {
         return error(Status::UnknownCommand, 0, true);
     }
+    let sasl_opcode = matches!(code, OP_SASL_LIST_MECHS | OP_SASL_AUTH | OP_SASL_STEP);
+    if sasl == Some(false) && !sasl_opcode && code != Opcode::Version.code() {
+        return error(Status::AuthError, 0, true);
+    }
     if keylen > KEY_MAX_LENGTH {
         return invalid;
+    }
+    if sasl.is_some() && sasl_opcode {
+        return parse_sasl_command(buf, limits, code, opaque, fixed, key, extlen, bodylen32);
     }
 
     let opcode = match Opcode::from_code(code) {
@@ -662,6 +731,56 @@ pub fn parse<'a>(buf: &'a [u8], limits: &Limits) -> BinParsed<'a> {
             done(request(parsed_extras, &buf[fixed..total]), total)
         }
     }
+}
+
+/// A SASL opcode under `-S`, its header, extras and key in `buf[..fixed]`.
+#[allow(clippy::too_many_arguments)]
+fn parse_sasl_command<'a>(
+    buf: &'a [u8],
+    limits: &Limits,
+    code: u8,
+    opaque: u32,
+    fixed: usize,
+    key: &'a [u8],
+    extlen: usize,
+    bodylen: u32,
+) -> BinParsed<'a> {
+    let error = |status: Status, swallow: usize, close: bool| BinParsed::Error {
+        response_status: status,
+        opcode: code,
+        opaque,
+        consumed: fixed,
+        swallow,
+        close,
+        unlink_key: None,
+    };
+    let request = |command, data: &'a [u8]| SaslRequest { command, opcode: code, opaque, mech: key, data };
+    if code == OP_SASL_LIST_MECHS {
+        return if extlen == 0 && key.is_empty() && bodylen == 0 {
+            BinParsed::Sasl { request: request(SaslCommand::ListMechs, &[]), consumed: fixed }
+        } else {
+            error(Status::InvalidArguments, 0, true)
+        };
+    }
+    if extlen != 0 || key.is_empty() {
+        return error(Status::InvalidArguments, 0, true);
+    }
+    // bodylen >= keylen was checked by the caller.
+    let data_len = bodylen - key.len() as u32;
+    if key.len() > MAX_SASL_MECH_LEN {
+        return error(Status::InvalidArguments, c_int_swallow(data_len), false);
+    }
+    // memcached reads the data into an item of the key and data + "\r\n".
+    let limit = limits.item_size_max.min(SASL_DATA_ITEM_MAX) as u64;
+    if item_size(key.len(), 0, data_len as usize) > limit {
+        return error(Status::OutOfMemory, c_int_swallow(data_len), false);
+    }
+    let total = fixed + data_len as usize;
+    if buf.len() < total {
+        return BinParsed::Incomplete { needed: Some(total) };
+    }
+    let command = if code == OP_SASL_AUTH { SaslCommand::Auth } else { SaslCommand::Step };
+    BinParsed::Sasl { request: request(command, &buf[fixed..total]), consumed: total }
 }
 
 /// The fields of a response header that do not depend on its body: which

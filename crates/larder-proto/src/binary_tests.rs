@@ -457,6 +457,88 @@ fn sasl_opcodes_are_unknown_commands() {
     assert_eq!(err(&b), (Status::UnknownCommand, 0x21, 25, 0, false));
 }
 
+/// (status, opcode, consumed, swallow, close) of an error under `-S`.
+fn sasl_err(buf: &[u8], authenticated: bool) -> (Status, u8, usize, usize, bool) {
+    match parse_sasl(buf, &Limits::default(), authenticated) {
+        BinParsed::Error { response_status, opcode, consumed, swallow, close, .. } => {
+            (response_status, opcode, consumed, swallow, close)
+        }
+        other => panic!("{:02x?} -> {:?}", &buf[..buf.len().min(40)], other),
+    }
+}
+
+#[test]
+fn sasl_requests_under_dash_s() {
+    let l = Limits::default();
+    let list = pkt(0x20, b"", b"", b"", 9, 0);
+    for auth in [false, true] {
+        match parse_sasl(&list, &l, auth) {
+            BinParsed::Sasl { request, consumed } => {
+                assert_eq!((request.command, request.opcode, request.opaque, consumed), (SaslCommand::ListMechs, 0x20, 9, 24));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let auth = pkt(0x21, b"PLAIN", b"", b"\0u\0p", 7, 0);
+    // Waits for the whole body (the data), then hands over mech and data.
+    assert_eq!(parse_sasl(&auth[..29], &l, false), BinParsed::Incomplete { needed: Some(auth.len()) });
+    match parse_sasl(&auth, &l, false) {
+        BinParsed::Sasl { request, consumed } => {
+            assert_eq!((request.command, request.mech, request.data, consumed), (SaslCommand::Auth, &b"PLAIN"[..], &b"\0u\0p"[..], auth.len()));
+        }
+        other => panic!("{other:?}"),
+    }
+    let step = pkt(0x22, b"CRAM-MD5", b"", b"resp", 7, 0);
+    assert!(matches!(parse_sasl(&step, &l, true), BinParsed::Sasl { request: SaslRequest { command: SaslCommand::Step, .. }, .. }));
+    // Without -S they stay unknown commands.
+    assert_eq!(err(&auth).0, Status::UnknownCommand);
+}
+
+#[test]
+fn sasl_refuses_unauthenticated_commands_and_closes() {
+    let get = pkt(0x00, b"k", b"", b"", 1, 0);
+    assert_eq!(sasl_err(&get, false), (Status::AuthError, 0x00, 25, 0, true));
+    // Quiet ones too, and opcodes that do not exist.
+    assert_eq!(sasl_err(&pkt(0x11, b"k", &store_extras(0, 0), b"v", 1, 0), false), (Status::AuthError, 0x11, 33, 0, true));
+    assert_eq!(sasl_err(&pkt(0x50, b"", b"", b"", 1, 0), false), (Status::AuthError, 0x50, 24, 0, true));
+    // Before the key length check (memcached's order), after the body check.
+    let long = pkt(0x00, &[b'k'; 300], b"", b"", 1, 0);
+    assert_eq!(sasl_err(&long, false).0, Status::AuthError);
+    assert_eq!(sasl_err(&long, true).0, Status::InvalidArguments);
+    let mut short_body = raw(0x00, 5, 0, 2, 1, 0);
+    short_body.extend_from_slice(b"kkkkk");
+    assert_eq!(sasl_err(&short_body, false), (Status::UnknownCommand, 0x00, 29, 0, true));
+    // version is allowed; once authenticated everything is.
+    assert!(matches!(parse_sasl(&pkt(0x0b, b"", b"", b"", 1, 0), &Limits::default(), false), BinParsed::Request { .. }));
+    assert!(matches!(parse_sasl(&get, &Limits::default(), true), BinParsed::Request { .. }));
+}
+
+#[test]
+fn sasl_bad_shapes_and_sizes() {
+    // Shape errors close; a long mechanism is EINVAL with the data swallowed.
+    assert_eq!(sasl_err(&pkt(0x20, b"", b"", b"x", 1, 0), false), (Status::InvalidArguments, 0x20, 24, 0, true));
+    assert_eq!(sasl_err(&pkt(0x21, b"", b"", b"x", 1, 0), false), (Status::InvalidArguments, 0x21, 24, 0, true));
+    assert!(sasl_err(&pkt(0x21, b"PLAIN", &[0; 4], b"x", 1, 0), false).4);
+    let long_mech = pkt(0x21, &[b'X'; 40], b"", b"data", 1, 0);
+    assert_eq!(sasl_err(&long_mech, false), (Status::InvalidArguments, 0x21, 64, 4, false));
+    // Data memcached could not hold in an unchunked item: ENOMEM, swallowed,
+    // decided from the header alone (never buffered).
+    let mut big = raw(0x21, 5, 0, 5 + 600_000, 1, 0);
+    big.extend_from_slice(b"PLAIN");
+    assert_eq!(sasl_err(&big, false), (Status::OutOfMemory, 0x21, 29, 600_000, false));
+    let mut huge = raw(0x22, 5, 0, u32::MAX, 1, 0);
+    huge.extend_from_slice(b"PLAIN");
+    assert_eq!(sasl_err(&huge, true), (Status::OutOfMemory, 0x22, 29, 0, false));
+    // Just under the limit waits for the data instead.
+    let fits = SASL_DATA_ITEM_MAX - item_size(5, 0, 0) as usize;
+    let mut edge = raw(0x21, 5, 0, (5 + fits) as u32, 1, 0);
+    edge.extend_from_slice(b"PLAIN");
+    assert!(matches!(parse_sasl(&edge, &Limits::default(), false), BinParsed::Incomplete { .. }));
+    let mut over = raw(0x21, 5, 0, (5 + fits + 1) as u32, 1, 0);
+    over.extend_from_slice(b"PLAIN");
+    assert_eq!(sasl_err(&over, false).0, Status::OutOfMemory);
+}
+
 // ---------------------------------------------------------------- too large
 
 fn too_large(buf: &[u8]) -> (u8, usize, usize, Option<&[u8]>) {
@@ -764,6 +846,7 @@ impl Model {
                     let close = execute(items, last_cas, &request, out);
                     (consumed, 0, close)
                 }
+                BinParsed::Sasl { .. } => panic!("parse (without -S) returned a SASL request"),
             };
             self.inbuf.drain(..consumed);
             self.swallow = swallow;
@@ -985,14 +1068,30 @@ fn check_one(buf: &[u8], limits: &Limits) -> Option<usize> {
 }
 
 fn check_result(buf: &[u8], limits: &Limits) {
+    check_parsed(buf, parse(buf, limits), None);
+    check_parsed(buf, parse_sasl(buf, limits, false), Some(false));
+    check_parsed(buf, parse_sasl(buf, limits, true), Some(true));
+}
+
+/// `sasl`: how `parsed` was produced (None: without -S).
+fn check_parsed(buf: &[u8], parsed: BinParsed<'_>, sasl: Option<bool>) {
     let base = buf.as_ptr() as usize;
     let within = |s: &[u8]| s.is_empty() || (s.as_ptr() as usize >= base && s.as_ptr() as usize + s.len() <= base + buf.len());
-    match parse(buf, limits) {
+    match parsed {
+        BinParsed::Sasl { request, consumed } => {
+            assert!(sasl.is_some());
+            assert!(consumed >= HEADER_LEN && consumed <= buf.len());
+            assert!(within(request.mech) && within(request.data));
+            assert!(request.mech.len() <= MAX_SASL_MECH_LEN);
+            assert_eq!(request.opcode, buf[1]);
+        }
         BinParsed::Request { request, consumed } => {
             assert!(consumed >= HEADER_LEN && consumed <= buf.len());
             assert!(within(request.key) && within(request.value));
             assert!(request.key.len() <= KEY_MAX_LENGTH);
             assert_eq!(request.opcode.code(), buf[1]);
+            // Unauthenticated, only version gets through.
+            assert!(sasl != Some(false) || request.opcode == Opcode::Version);
         }
         BinParsed::Incomplete { needed } => {
             if let Some(n) = needed {

@@ -904,8 +904,10 @@ pub(crate) fn safe_u64(tok: &[u8]) -> Option<u64> {
 }
 
 /// memcached's `safe_strtoul`: as `safe_strtoull` (unsigned long is 64 bits),
-/// then truncated to 32 bits.
-pub(crate) fn safe_u32(tok: &[u8]) -> Option<u32> {
+/// then truncated to 32 bits (so `4294967303` reads as 7). Public for the
+/// server's `-Y` handshake, which reads a `set` line the way memcached's
+/// does.
+pub fn safe_u32(tok: &[u8]) -> Option<u32> {
     safe_u64(tok).map(|v| v as u32)
 }
 

@@ -25,6 +25,10 @@
 //! * `-Y` authentication: the file in `state/authfile.rs`, the handshake
 //!   in `wire/auth.rs`, and the one gate that runs it, before any protocol,
 //!   in `conn/session.rs`.
+//! * `-S` (SASL): the Cyrus library in `state/sasl.rs`, the commands and
+//!   the per-connection state (`ConnAuth`, shared with `-Y`) in
+//!   `exec/sasl.rs`, the unauthenticated gate in the binary parser
+//!   (`larder_proto::binary::parse_sasl`).
 //!
 //! Modules import only downwards: admin → conn → wire → exec → state →
 //! trace → net (`tests/layers.rs` checks it).
@@ -66,6 +70,10 @@ pub struct Prepared {
     restart: state::persist::RestartStats,
     /// `-Y`: the authfile, read before anything else can fail on it.
     auth: Option<state::authfile::Credentials>,
+    /// `-S`: Cyrus SASL, loaded and initialised before anything is bound.
+    sasl: Option<&'static state::sasl::Cyrus>,
+    /// `-Z`: certificates and key loaded, rustls configured.
+    tls: Option<Arc<state::tls::TlsContext>>,
 }
 
 impl Prepared {
@@ -87,6 +95,7 @@ pub fn prepare(settings: Settings) -> Result<Prepared, String> {
         }
         None => None,
     };
+    let sasl = if settings.sasl { Some(state::sasl::init(settings.verbose)?) } else { None };
     let store_config = larder_store::Config {
         memory_limit: settings.memory_limit,
         item_size_max: settings.item_size_max,
@@ -101,6 +110,10 @@ pub fn prepare(settings: Settings) -> Result<Prepared, String> {
         port => Some(admin::metrics::bind(&settings.observe.metrics_addr, port)?),
     };
     let clock = state::clock::Clock::new();
+    let tls = match settings.tls.enabled {
+        true => Some(Arc::new(state::tls::TlsContext::new(&settings.tls, clock.now())?)),
+        false => None,
+    };
     let mut restart = state::persist::RestartStats::default();
     if let Some(path) = &settings.memory_file {
         let now = larder_store::SnapshotClock { now: clock.now(), unix_now: clock.unix_now() };
@@ -110,7 +123,7 @@ pub fn prepare(settings: Settings) -> Result<Prepared, String> {
         }
         restart = loaded.stats;
     }
-    Ok(Prepared { settings, store, bound, metrics, clock, restart, auth })
+    Ok(Prepared { settings, store, bound, metrics, clock, restart, auth, sasl, tls })
 }
 
 /// Per-prefix accounting and the big-key list learn about the items a warm
@@ -137,12 +150,14 @@ pub struct Running {
 
 /// Start the worker, acceptor, logger and admin threads.
 pub fn start(p: Prepared, shutdown: Shutdown) -> Result<Running, String> {
-    let Prepared { settings, store, bound, metrics, clock, restart, auth } = p;
+    let Prepared { settings, store, bound, metrics, clock, restart, auth, sasl, tls } = p;
     let listeners_count = bound.listeners.len() + bound.udp.len();
     let mut srv = Server::new(settings, store, listeners_count, shutdown);
     srv.clock = clock;
     srv.restart = restart;
     srv.auth = auth;
+    srv.sasl = sasl;
+    srv.tls = tls;
     if srv.restart.loaded && srv.settings.observe.enabled {
         account_restored(&srv);
     }
@@ -177,6 +192,8 @@ pub fn start(p: Prepared, shutdown: Shutdown) -> Result<Running, String> {
                 .map_err(|e| format!("larder: cannot start worker thread: {e}"))?,
         );
     }
+    // Coalesced cold misses wake the workers that hold parked requests.
+    srv.coalescer.set_wakers(inboxes.iter().map(|i| i.waker()).collect());
     let acceptor = {
         let srv = srv.clone();
         let inboxes = inboxes.clone();

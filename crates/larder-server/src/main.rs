@@ -66,6 +66,22 @@ fn main() {
             exit(1);
         }
     }
+    // memcached initialises SASL here and exits 1 when it cannot.
+    if settings.sasl {
+        if let Err(e) = larder_server::state::sasl::init(settings.verbose) {
+            eprintln!("{e}");
+            exit(1);
+        }
+    }
+    // memcached loads the certificates before it binds, and a failure is a
+    // usage error (exit 64) with OpenSSL's message; ours names the file too.
+    if settings.tls.enabled {
+        let counters = Default::default();
+        if let Err(e) = larder_server::state::tls::build_config(&settings.tls, &counters) {
+            eprintln!("{e}");
+            exit(EX_USAGE);
+        }
+    }
     if let Some(user) = settings.user.as_deref().filter(|_| running_as_root()) {
         if lookup_user(user).is_none() {
             eprintln!("can't find the user {user} to switch to");

@@ -21,15 +21,9 @@ const MIB: u64 = 1 << 20;
 /// arenas, thread stacks, resting buffers of the connections a test opens.
 const ALLOWANCE: u64 = 48 * MIB;
 
-/// The server's resident set, from /proc.
+/// The server's resident set.
 fn rss(l: &Larder) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{}/status", l.child.id())).unwrap();
-    let kb: u64 = status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
-    kb * 1024
+    l.rss_bytes()
 }
 
 /// The highest RSS seen over `d`, sampled every 50 ms.

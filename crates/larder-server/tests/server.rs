@@ -273,7 +273,7 @@ fn shutdown_needs_dash_a() {
 #[test]
 fn bad_flags_are_named_at_start_up() {
     for (args, needle) in [
-        (&["-Z"][..], "-Z"),
+        (&["-Z", "-p", "0"][..], "You cannot enable SSL without a TCP port"),
         (&["-o", "ext_path=/x"], "ext_path"),
         (&["-c", "0"], "connections"),
         (&["-t", "0"], "threads"),

@@ -301,3 +301,134 @@ fn kill_during_save_leaves_nothing_to_load() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// The snapshot an earlier larder wrote, kept in the repository: every later
+/// larder must load it and serve exactly what it held (or refuse it by its
+/// format version, which this test would then show). Written with
+/// `LARDER_WRITE_FIXTURE=1 cargo test --release -p larder-server --test
+/// warm_restart snapshot_from_an_earlier_larder` by larder 0.1.0 (snapshot
+/// format 1); regenerate only when the format changes on purpose, and keep
+/// the old file's test beside the new one.
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/snapshot-v1.bin");
+const FIXTURE_MANIFEST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/snapshot-v1.manifest");
+/// An absolute expiry far in the future (2038-01-13; memcached and larder read
+/// exptime as a signed 32-bit number): kept across any restart until then.
+const FAR: u64 = 2_147_000_000;
+
+/// The fixture's items: (key id, value length, flags, exptime).
+fn fixture_specs() -> Vec<Spec> {
+    (0..48u32)
+        .map(|i| {
+            let len = [40, 41, 300, 1500, 9000, 64][i as usize % 6];
+            let flags = [0, 7, 0xffff_ffff][i as usize % 3];
+            let exp = if i % 4 == 0 { FAR } else { 0 };
+            (i, len, flags, exp)
+        })
+        .collect()
+}
+
+#[test]
+fn snapshot_from_an_earlier_larder_is_served_unchanged() {
+    let d = dir("fixture");
+    let file = d.join("cache");
+    let args = ["-m", "64", "-e", file.to_str().unwrap()];
+    if std::env::var_os("LARDER_WRITE_FIXTURE").is_some() {
+        let (mut l, _) = Larder::start_capturing_stderr(&args);
+        let mut c = l.connect();
+        let mut v = Vec::new();
+        let mut manifest = String::from("# key flags cas exptime length (values: larder_testkit::values::make_value(id, 1, length))\n");
+        for &(id, len, flags, exp) in &fixture_specs() {
+            make_value(&mut v, id, 1, len);
+            set(&mut c, &key(id), flags, exp, &v);
+            let (f, cas, _) = gets(&mut c, &key(id)).unwrap();
+            manifest.push_str(&format!("{} {f} {cas} {exp} {len}\n", key(id)));
+        }
+        assert!(l.signal_and_wait("USR1").success());
+        std::fs::create_dir_all(Path::new(FIXTURE).parent().unwrap()).unwrap();
+        std::fs::copy(&file, FIXTURE).unwrap();
+        std::fs::write(FIXTURE_MANIFEST, manifest).unwrap();
+    }
+    std::fs::copy(FIXTURE, &file).expect("the committed snapshot fixture");
+    let manifest = std::fs::read_to_string(FIXTURE_MANIFEST).unwrap();
+    let (l, err) = Larder::start_capturing_stderr(&args);
+    assert!(err.wait_for("[restart] loaded", Duration::from_secs(5)).is_some(), "{}", err.text());
+    let mut c = l.connect();
+    let mut v = Vec::new();
+    let mut checked = 0;
+    for line in manifest.lines().filter(|l| !l.starts_with('#')) {
+        let f: Vec<&str> = line.split(' ').collect();
+        let (k, flags, cas, exp, len): (&str, u32, u64, u64, usize) =
+            (f[0], f[1].parse().unwrap(), f[2].parse().unwrap(), f[3].parse().unwrap(), f[4].parse().unwrap());
+        let id: u32 = k.strip_prefix("warm:").unwrap().parse().unwrap();
+        make_value(&mut v, id, 1, len);
+        let got = gets(&mut c, k).unwrap_or_else(|| panic!("{k} lost"));
+        assert_eq!((got.0, got.1), (flags, cas), "{k}: flags and CAS");
+        assert!(got.2 == v, "{k}: value differs");
+        let t = ttl(&mut c, k);
+        if exp == 0 {
+            assert_eq!(t, -1, "{k}");
+        } else {
+            let left = exp as i64 - std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+            assert!((t - left).abs() <= 2, "{k}: ttl {t}, expected about {left}");
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, fixture_specs().len());
+    assert_eq!(c.stat("curr_items"), checked as u64);
+    drop(l);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A gibibyte of self-checking values of mixed sizes (100 B to 6 MiB),
+/// stopped gracefully and started again: every item comes back with its
+/// value (checked byte for byte against its key), flags and CAS.
+#[test]
+fn a_gibibyte_of_mixed_items_survives_a_restart() {
+    let _g = heavy();
+    let d = dir("gib");
+    let file = d.join("cache");
+    let args = ["-m", "1400", "-I", "8m", "-t", "2", "-e", file.to_str().unwrap()];
+    let (mut l, err) = Larder::start_capturing_stderr(&args);
+    let mut c = l.connect();
+    let mut rng = larder_testkit::XorShift64(0x5eed);
+    let mut v = Vec::new();
+    let mut items: Vec<(u32, u32, u64)> = Vec::new(); // (id, flags, cas)
+    let mut total = 0usize;
+    let mut id = 0u32;
+    while total < 1 << 30 {
+        let len = match id % 10 {
+            0..=5 => 100 + rng.below(3900) as usize,
+            6..=8 => 16 << 10 | rng.below(240 << 10) as usize,
+            _ => MIB + rng.below(5 * MIB as u64) as usize,
+        };
+        make_value(&mut v, id, 1, len);
+        let flags = (id.wrapping_mul(2_654_435_761)) >> 7;
+        // One write per set (three small ones would wait on Nagle and
+        // delayed ACKs, 40 ms a set).
+        let mut req = format!("set gib:{id} {flags} 0 {len}\r\n").into_bytes();
+        req.extend_from_slice(&v);
+        req.extend_from_slice(b"\r\n");
+        c.send(&req);
+        assert_eq!(c.line(), "STORED\r\n", "set gib:{id}");
+        items.push((id, flags, 0));
+        total += len;
+        id += 1;
+    }
+    for it in items.iter_mut() {
+        it.2 = gets(&mut c, &format!("gib:{}", it.0)).expect("stored").1;
+    }
+    assert_eq!(c.stat("curr_items"), items.len() as u64, "-m 1400 holds the whole GiB");
+    assert!(l.signal_and_wait("USR1").success());
+    assert!(err.wait_for("[restart] saved", Duration::from_secs(30)).is_some(), "{}", err.text());
+    let (l2, err2) = Larder::start_capturing_stderr(&args);
+    assert!(err2.wait_for("[restart] loaded", Duration::from_secs(60)).is_some(), "{}", err2.text());
+    let mut c = l2.connect();
+    for &(id, flags, cas) in &items {
+        let (f, k, value) = gets(&mut c, &format!("gib:{id}")).unwrap_or_else(|| panic!("gib:{id} lost"));
+        assert_eq!((f, k), (flags, cas), "gib:{id}: flags and CAS");
+        larder_testkit::values::check_value(id, &value).unwrap_or_else(|e| panic!("gib:{id}: {e}"));
+    }
+    assert_eq!(c.stat("curr_items"), items.len() as u64);
+    drop(l2);
+    let _ = std::fs::remove_dir_all(&d);
+}

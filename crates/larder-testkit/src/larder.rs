@@ -144,6 +144,17 @@ impl Larder {
         self.child.id() as i32
     }
 
+    /// The server's resident memory now (VmRSS from /proc), in bytes.
+    pub fn rss_bytes(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let kib: u64 = status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS in /proc/<pid>/status");
+        kib * 1024
+    }
+
     /// Sends a signal (`"TERM"`, `"INT"`, …) and waits (bounded) for the
     /// exit status.
     pub fn signal_and_wait(&mut self, sig: &str) -> std::process::ExitStatus {

@@ -12,6 +12,7 @@
 //! | [`launch`] | free ports, and the start-and-check-the-pid loop both launchers share | the launchers; tests that need several ports |
 //! | [`rng`] | the seeded generators the tests use (xorshift64, xorshift64*, splitmix64) | random workloads and values |
 //! | [`values`] | self-describing values that expose tearing, truncation and misdirection | large-value tests of the store and the server |
+//! | [`tls`] | a throwaway CA and certificates (the `openssl` command), a blocking TLS client (rustls) | the TLS tests |
 //! | [`policy`] | [`require_or_skip`]: what a test does when memcached or Python is missing (fail under CI, `SKIPPED:` elsewhere) | tests with outside dependencies |
 //!
 //! Everything is blocking std I/O on 127.0.0.1; no test here touches another
@@ -25,6 +26,7 @@ pub mod launch;
 pub mod memcached;
 pub mod policy;
 pub mod rng;
+pub mod tls;
 pub mod values;
 
 pub use client::Client;

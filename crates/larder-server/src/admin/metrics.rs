@@ -1,7 +1,8 @@
 //! The admin HTTP listener: Prometheus `GET /metrics` and the dashboard
 //! (`GET /` and its JSON API under `/api/v1/`: see [`super::dashboard`]), on
 //! `-o metrics_port=N`, bound to `-o metrics_addr` (127.0.0.1 by default;
-//! off by default).
+//! off by default); HTTPS with `-Z`'s certificate and settings when
+//! `-o metrics_tls` is given.
 //!
 //! One thread of its own with blocking std sockets, one request at a time
 //! (`Connection: close`): it is not on the request path, and a scrape every
@@ -15,7 +16,8 @@
 //! * every numeric general `stats` figure, from the same rendering as the
 //!   text `stats` reply (memcached's names as `larder_<name>` gauges or
 //!   `larder_<name>_total` counters; larder's own `larder_*` figures as
-//!   gauges, except its counters `larder_grace_*`, `larder_allocations`,
+//!   gauges, except its counters `larder_grace_*`, `larder_coalesce_*`
+//!   (but the gauge `larder_coalesce_parked`), `larder_allocations`,
 //!   `larder_compactions`);
 //! * the observer's series: per-prefix (the top prefixes by bytes, the rest
 //!   folded), the request latency histogram, the accounting structures' heap;
@@ -30,7 +32,7 @@ use super::dashboard;
 use super::history::{self, History};
 use larder_observe::prometheus::{parse_request, Exposition, MetricType, CONTENT_TYPE};
 use std::io::{Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -53,7 +55,19 @@ pub fn spawn(srv: Arc<Server>, listener: TcpListener) -> Result<(), String> {
                     return;
                 }
                 if let Ok(s) = conn {
-                    serve(&srv, &history, s);
+                    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+                    let _ = s.set_write_timeout(Some(Duration::from_secs(2)));
+                    match &srv.tls {
+                        // `-o metrics_tls`: HTTPS with -Z's certificate and settings.
+                        Some(tls) if srv.settings.tls.metrics => {
+                            let Ok(conn) = tls.accept() else { continue };
+                            let mut stream = rustls::StreamOwned::new(conn, s);
+                            serve(&srv, &history, &mut stream);
+                            stream.conn.send_close_notify();
+                            let _ = stream.flush();
+                        }
+                        _ => serve(&srv, &history, &mut { s }),
+                    }
                 }
             }
         })
@@ -61,9 +75,9 @@ pub fn spawn(srv: Arc<Server>, listener: TcpListener) -> Result<(), String> {
         .map_err(|e| format!("larder: cannot start metrics thread: {e}"))
 }
 
-fn serve(srv: &Server, history: &History, mut s: TcpStream) {
-    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    let _ = s.set_write_timeout(Some(Duration::from_secs(2)));
+/// One request on a plain or TLS stream (with the 2-second socket timeouts
+/// set: a TLS handshake that stalls ends the same way as a request that does).
+fn serve(srv: &Server, history: &History, s: &mut (impl Read + Write)) {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
     loop {
@@ -144,7 +158,8 @@ pub fn render(srv: &Server) -> String {
             Value::F64(v) => *v,
             Value::Str(_) => continue,
         };
-        if name.starts_with("larder_grace_") || name == "larder_allocations" || name == "larder_compactions" {
+        let coalesce_counter = name.starts_with("larder_coalesce_") && name != "larder_coalesce_parked";
+        if name.starts_with("larder_grace_") || coalesce_counter || name == "larder_allocations" || name == "larder_compactions" {
             e.counter(&format!("{name}_total"), "larder stat.", v);
         } else {
             e.gauge(name, "larder stat.", v);

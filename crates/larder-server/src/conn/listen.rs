@@ -4,12 +4,16 @@
 //! works with `-u`). The acceptor enforces `-c`: a connection past the limit
 //! is told `ERROR Too many open connections` and closed, and counted in
 //! `rejected_connections`, as memcached does. Accepted connections are dealt
-//! round-robin to the workers.
+//! round-robin to the workers. A TLS listener's connections get their
+//! rustls state here, from the configuration current at accept
+//! (`refresh_certs` changes it for later connections only); the handshake
+//! itself runs on the worker, like any other read and write.
 
 use crate::state::config::Settings;
 use crate::net::registry::{ConnInfo, ConnState};
 use crate::state::server::Server;
 use crate::net::stream::Stream;
+use crate::net::tls::TlsStream;
 use crate::conn::worker::{Inbox, NewConn};
 use mio::net::{TcpListener, UdpSocket, UnixListener};
 use mio::{Events, Interest, Poll, Token};
@@ -22,7 +26,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub enum Listener {
-    Tcp(TcpListener, String),
+    /// A TCP listener, its `stats conns` label, and whether its connections
+    /// speak TLS (`-Z`, unless `-l notls:…`).
+    Tcp(TcpListener, String, bool),
     Unix(UnixListener, String),
 }
 
@@ -38,7 +44,7 @@ impl Bound {
         self.listeners
             .iter()
             .filter_map(|l| match l {
-                Listener::Tcp(t, _) => t.local_addr().ok(),
+                Listener::Tcp(t, ..) => t.local_addr().ok(),
                 Listener::Unix(..) => None,
             })
             .collect()
@@ -150,16 +156,26 @@ pub fn bind_all(s: &Settings) -> Result<Bound, String> {
     // -1: any free port (the kernel picks one: port 0)
     let (tcp_port, udp_port) = (s.port.max(0) as u16, s.udp_port.max(0) as u16);
     for entry in &entries {
+        // memcached's `notls:` prefix: this listener stays plain under -Z.
+        let (entry, tls) = match entry.strip_prefix("notls:") {
+            Some(rest) => (rest, false),
+            None => (entry.as_str(), s.tls.enabled),
+        };
         let addrs = resolve(entry, tcp_port).map_err(|e| format!("failed to resolve -l {entry}: {e}"))?;
         for addr in addrs {
             if s.port != 0 || entry.contains(':') {
                 let l = bind_tcp(addr, s.backlog).map_err(|e| format!("failed to listen on TCP {addr}: {e}"))?;
                 let local = l.local_addr().unwrap_or(addr);
-                listeners.push(Listener::Tcp(l, label("tcp", &local)));
+                listeners.push(Listener::Tcp(l, label("tcp", &local), tls));
             }
             if s.udp_port != 0 {
                 let mut ua = addr;
                 ua.set_port(udp_port);
+                // Two -l entries for one interface (a TLS and a `notls:`
+                // port, say) share its one UDP socket.
+                if udp.iter().any(|u: &std::net::UdpSocket| u.local_addr().ok() == Some(ua)) {
+                    continue;
+                }
                 let u = std::net::UdpSocket::bind(ua).map_err(|e| format!("failed to listen on UDP {ua}: {e}"))?;
                 u.set_nonblocking(true).map_err(|e| e.to_string())?;
                 udp.push(u);
@@ -192,7 +208,7 @@ fn write_port_file(path: &std::path::Path, listeners: &[Listener], udp: &[std::n
         }
     };
     for l in listeners {
-        if let Listener::Tcp(t, _) = l {
+        if let Listener::Tcp(t, ..) = l {
             line("TCP", t.local_addr());
         }
     }
@@ -217,7 +233,7 @@ pub fn run_acceptor(srv: Arc<Server>, mut listeners: Vec<Listener>, inboxes: Vec
     };
     for (i, l) in listeners.iter_mut().enumerate() {
         let r = match l {
-            Listener::Tcp(t, _) => poll.registry().register(t, Token(i), Interest::READABLE),
+            Listener::Tcp(t, ..) => poll.registry().register(t, Token(i), Interest::READABLE),
             Listener::Unix(u, _) => poll.registry().register(u, Token(i), Interest::READABLE),
         };
         if let Err(e) = r {
@@ -237,9 +253,10 @@ pub fn run_acceptor(srv: Arc<Server>, mut listeners: Vec<Listener>, inboxes: Vec
         for l in &listeners {
             loop {
                 let accepted = match l {
-                    Listener::Tcp(t, label_l) => t.accept().map(|(s, peer)| {
+                    Listener::Tcp(t, label_l, tls) => t.accept().and_then(|(s, peer)| {
                         let _ = s.set_nodelay(true);
-                        (Stream::Tcp(s), label("tcp", &peer), label_l.clone())
+                        let stream = if *tls { tls_stream(&srv, s)? } else { Stream::Tcp(s) };
+                        Ok((stream, label("tcp", &peer), label_l.clone()))
                     }),
                     Listener::Unix(u, label_l) => u.accept().map(|(s, _)| (Stream::Unix(s), label_l.clone(), label_l.clone())),
                 };
@@ -263,13 +280,26 @@ pub fn run_acceptor(srv: Arc<Server>, mut listeners: Vec<Listener>, inboxes: Vec
     }
 }
 
+/// The server side of a TLS connection (its handshake runs on the worker).
+fn tls_stream(srv: &Server, s: mio::net::TcpStream) -> io::Result<Stream> {
+    let ctx = srv.tls.as_ref().ok_or_else(|| io::Error::other("TLS listener without a TLS context"))?;
+    let conn = ctx.accept().map_err(io::Error::other)?;
+    Ok(Stream::Tls(Box::new(TlsStream::new(s, conn, ctx.counters.clone()))))
+}
+
 fn dispatch(srv: &Server, mut stream: Stream, peer: String, listen: String, inboxes: &[Arc<Inbox>], next: &mut usize) {
     let conns = &srv.stats.conns;
     if conns.curr_connections.load(Relaxed) as usize >= srv.settings.max_connections {
         conns.rejected_connections.fetch_add(1, Relaxed);
+        // In plain text even on a TLS listener, as memcached (which rejects
+        // before its handshake): a TLS client then fails on a bad record
+        // version and gives up quietly, where a bare close makes OpenSSL
+        // clients send an alert into a closed socket (SIGPIPE for a client
+        // that does not ignore it; memcached's t/maxconns.t is one).
         let _ = match &mut stream {
             Stream::Tcp(s) => s.write(REJECT),
             Stream::Unix(s) => s.write(REJECT),
+            Stream::Tls(t) => t.socket().write(REJECT),
         };
         return;
     }
@@ -278,6 +308,7 @@ fn dispatch(srv: &Server, mut stream: Stream, peer: String, listen: String, inbo
     let fd = match &stream {
         Stream::Tcp(s) => s.as_raw_fd(),
         Stream::Unix(s) => s.as_raw_fd(),
+        Stream::Tls(s) => s.tcp().as_raw_fd(),
     };
     let structures = conns.connection_structures.load(Relaxed).max(conns.curr_connections.load(Relaxed));
     conns.connection_structures.store(structures, Relaxed);
@@ -293,7 +324,7 @@ pub fn register_listeners(srv: &Server, listeners: &[Listener], udp: &[std::net:
     let now = srv.clock.now();
     for l in listeners {
         let (fd, label_l) = match l {
-            Listener::Tcp(t, s) => (t.as_raw_fd(), s.clone()),
+            Listener::Tcp(t, s, _) => (t.as_raw_fd(), s.clone()),
             Listener::Unix(u, s) => (u.as_raw_fd(), s.clone()),
         };
         srv.registry.add(Arc::new(ConnInfo::new(fd, label_l, None, ConnState::Listening, now)));

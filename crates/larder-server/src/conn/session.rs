@@ -20,9 +20,19 @@
 //! counts against the `-R` allowance so other connections of the worker
 //! keep being served. Requests pipelined behind it run after its `END`.
 //!
+//! A get parked by coalesced cold misses (`-o coalesce`, `state::coalesce`)
+//! stops the session where it stands, like a paused get: the request stays
+//! at the front of the read buffer (with the keys already answered in
+//! `resume`), nothing behind it runs, and the worker runs the session again
+//! once the request's ticket is released.
+//!
 //! With `-Y`, a session starts unauthenticated: until the handshake
 //! (`wire::auth`) succeeds, every request goes to it instead of the
 //! protocol front ends, so no command of any protocol reaches an executor.
+//! With `-S` (binary only), it starts unauthenticated too and the binary
+//! parser is told so (`binary::parse_sasl`): until a SASL exchange
+//! succeeds only SASL commands and `version` reach an executor, anything
+//! else is answered `AUTH_ERROR` and closes the connection.
 //!
 //! `watch` ends the session: once the logger accepts the watcher, the
 //! worker hands the socket to the logger thread ([`Status::Watch`]; see
@@ -31,7 +41,8 @@
 
 use crate::exec::output::Output;
 use crate::state::budget::ConnBudget;
-use crate::exec::{After, Ctx};
+use crate::exec::sasl::ConnAuth;
+use crate::exec::{After, Ctx, Parking};
 use crate::wire::auth::{self, AuthStep, Outcome};
 use crate::wire::binary::{self as binwire, BinStep};
 use crate::wire::text::{execute, triage, Step};
@@ -79,6 +90,10 @@ pub enum Status {
     Close,
     /// Became a watcher: hand the socket to the logger ([`Session::into_watcher`]).
     Watch,
+    /// Its front request is parked (`-o coalesce`, [`Session::ticket`]):
+    /// leave it until the ticket is released, then [`Session::unpark`] it
+    /// and run it again.
+    Parked,
 }
 
 pub struct Session {
@@ -115,6 +130,8 @@ pub struct Session {
     wire: Wire,
     /// Relative time of the last request (for idle timeouts).
     pub last_active: Time,
+    /// Relative time the connection was adopted (TLS handshake timeout).
+    pub opened: Time,
     /// Requests executed since the worker last took this count (latency).
     pub served: u32,
     /// An `lru_crawler metadump` in progress.
@@ -123,8 +140,15 @@ pub struct Session {
     pub close_reason: CloseReason,
     /// `watch` accepted: the connection now belongs to the logger.
     watch: Option<Reserved>,
-    /// Passed `-Y`'s handshake (always true without `-Y`).
-    authenticated: bool,
+    /// Whether it authenticated (`-Y`'s handshake or `-S`'s SASL; always
+    /// true without them) and its SASL conversation.
+    auth: ConnAuth,
+    /// The request at the front of the read buffer waits for another
+    /// client's refill of a key (`-o coalesce`); nothing behind it runs.
+    ticket: Option<crate::state::coalesce::Ticket>,
+    /// That request was released and runs again: its first read answers
+    /// what it finds.
+    retry: bool,
 }
 
 /// Segments walked per metadump step (one hold of a shard lock).
@@ -139,7 +163,8 @@ struct Dump {
 }
 
 impl Session {
-    /// `authenticated`: false when the server requires `-Y`'s handshake.
+    /// `authenticated`: false when the server requires authentication
+    /// (`-Y` or `-S`).
     pub fn new(stream: Stream, info: Arc<ConnInfo>, now: Time, budget: Arc<ConnBudget>, authenticated: bool) -> Session {
         Session {
             stream,
@@ -158,11 +183,14 @@ impl Session {
             closing: false,
             wire: Wire::Undecided,
             last_active: now,
+            opened: now,
             served: 0,
             dump: None,
             close_reason: CloseReason::Error,
             watch: None,
-            authenticated,
+            auth: ConnAuth::new(!authenticated),
+            ticket: None,
+            retry: false,
         }
     }
 
@@ -177,14 +205,47 @@ impl Session {
         Some((self.stream, self.info, r))
     }
 
-    /// Replies are waiting for the socket to accept them.
+    /// What releases the parked front request, if it is parked.
+    pub fn ticket(&self) -> Option<&crate::state::coalesce::Ticket> {
+        self.ticket.as_ref()
+    }
+
+    /// The connection closes while parked: the ticket, to give back.
+    pub fn take_ticket(&mut self) -> Option<crate::state::coalesce::Ticket> {
+        self.ticket.take()
+    }
+
+    /// The parked request was released: run it again on the next event.
+    pub fn unpark(&mut self) {
+        self.ticket = None;
+        self.retry = true;
+    }
+
+    /// How this connection's next request may park.
+    fn parking(&self) -> Parking {
+        // The descriptor tells connections apart while they are open.
+        let conn = self.info.fd as u32;
+        if self.retry {
+            Parking::Retry(conn)
+        } else {
+            Parking::Allowed(conn)
+        }
+    }
+
+    /// Replies are waiting for the socket to accept them (in the session's
+    /// buffer, or encrypted inside a TLS stream).
     pub fn has_pending_output(&self) -> bool {
-        self.wstart < self.out.len()
+        self.wstart < self.out.len() || self.stream.wants_write()
+    }
+
+    /// A TLS handshake still under way (the worker times it out).
+    pub fn is_handshaking(&self) -> bool {
+        self.stream.is_handshaking()
     }
 
     /// Whether the connection sits between requests (idle-timeout eligible).
     pub fn is_idle(&self) -> bool {
-        self.rstart == self.rend && self.wstart == self.out.len() && self.swallow == 0 && self.resume == 0
+        self.rstart == self.rend && self.wstart == self.out.len() && self.swallow == 0 && self.resume == 0 && self.ticket.is_none()
     }
 
     /// Handle a readiness event (or a scheduled re-run).
@@ -315,6 +376,10 @@ impl Session {
         // -R: requests per wake-up before yielding to other connections.
         let mut allowance = srv.settings.reqs_per_event;
         loop {
+            if self.ticket.is_some() {
+                // Parked: only the replies before it go out.
+                return if self.flush(ws) { Status::Parked } else { Status::Close };
+            }
             if !self.flush(ws) {
                 return Status::Close;
             }
@@ -343,8 +408,8 @@ impl Session {
                 // Output-bound work left (a dump, the remaining keys of a
                 // paused get): go round, flushing first; the bound check
                 // above waits for the socket. Nothing else would wake us:
-                // no input may come.
-                let more = self.dump.is_some() || self.resume > 0;
+                // no input may come. A parked request: go round to report it.
+                let more = self.dump.is_some() || self.resume > 0 || self.ticket.is_some();
                 if self.closing || self.pending_output() >= WRITE_HIGH_WATER || more {
                     continue;
                 }
@@ -499,8 +564,9 @@ impl Session {
             // What the next request may produce before it pauses.
             self.out.pause_at = self.wstart + WRITE_HIGH_WATER;
             let buf = &self.rbuf[self.rstart..self.rend];
-            if !self.authenticated {
-                // The one gate before any protocol: see `wire::auth`.
+            if !self.auth.authenticated() && srv.auth.is_some() {
+                // -Y: the one gate before any protocol: see `wire::auth`.
+                // (-S's gate is the binary parser's, below.)
                 let check = |user: &[u8], pass: &[u8]| srv.auth.as_ref().is_some_and(|c| c.check(user, pass));
                 match auth::handshake(buf, check) {
                     AuthStep::Wait => break,
@@ -523,7 +589,7 @@ impl Session {
                         if outcome == Outcome::Failed {
                             bump(&ws.auth_errors, 1);
                         }
-                        self.authenticated = outcome == Outcome::Authenticated;
+                        self.auth.set_authenticated(outcome == Outcome::Authenticated);
                         larder_proto::reply::line(&mut self.out.buf, outcome.reply());
                         continue;
                     }
@@ -539,8 +605,13 @@ impl Session {
             }
             if self.wire == Wire::Binary {
                 let mark = self.out.len();
-                let mut cx = Ctx::new(srv, ws, obs, now);
-                match binwire::triage(&mut cx, binary::parse(buf, &srv.limits), &mut self.out) {
+                let mut cx = Ctx::new(srv, ws, obs, now).parking(self.parking());
+                let parsed = if srv.settings.sasl {
+                    binary::parse_sasl(buf, &srv.limits, self.auth.authenticated())
+                } else {
+                    binary::parse(buf, &srv.limits)
+                };
+                match binwire::triage(&mut cx, parsed, &mut self.out) {
                     BinStep::Run(request, consumed) => {
                         *allowance -= 1;
                         if !self.out.start_response() {
@@ -550,10 +621,26 @@ impl Session {
                         self.served += 1;
                         let quit = request.opcode.command() == binary::Command::Quit;
                         let after = binwire::execute(&mut cx, request, &mut self.out);
+                        self.retry = false;
+                        if let After::Parked(_) = after {
+                            // Same request again once released.
+                            self.ticket = cx.ticket.take();
+                            break;
+                        }
                         self.rstart += consumed;
                         if self.closes_after(&after, quit) {
                             break;
                         }
+                    }
+                    BinStep::Sasl(request, consumed) => {
+                        *allowance -= 1;
+                        if !self.out.start_response() {
+                            self.overflow();
+                            break;
+                        }
+                        self.served += 1;
+                        binwire::sasl(&mut cx, &mut self.auth, &request, &mut self.out);
+                        self.rstart += consumed;
                     }
                     BinStep::Wait(needed) => {
                         if self.await_block(needed, budget, true) {
@@ -580,7 +667,7 @@ impl Session {
                 continue;
             }
             let mark = self.out.len();
-            let mut cx = Ctx::new(srv, ws, obs, now);
+            let mut cx = Ctx::new(srv, ws, obs, now).parking(self.parking());
             match triage(&mut cx, parse(buf, &srv.limits), &mut self.out) {
                 Step::Run(Request::Admin { command: AdminCommand::LruCrawler, args }, consumed)
                     if args.starts_with(b"metadump") =>
@@ -610,10 +697,20 @@ impl Session {
                     let quit = matches!(request, Request::Quit);
 
                     let after = execute(&mut cx, request, &mut self.out, self.resume);
-                    if let After::Paused(done) = after {
-                        // Same request again once the output drains.
-                        self.resume = done;
-                        break;
+                    self.retry = false;
+                    match after {
+                        After::Paused(done) => {
+                            // Same request again once the output drains.
+                            self.resume = done;
+                            break;
+                        }
+                        After::Parked(at) => {
+                            // Same request again, from that key, once released.
+                            self.resume = at;
+                            self.ticket = cx.ticket.take();
+                            break;
+                        }
+                        _ => {}
                     }
                     self.resume = 0;
                     self.served += 1;
@@ -691,6 +788,12 @@ impl Session {
 
     /// Write pending output; false if the connection is broken.
     fn flush(&mut self, ws: &WorkerStats) -> bool {
+        // What a TLS stream encrypted earlier goes first.
+        match self.stream.send_pending() {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+            Err(_) => return false,
+        }
         while self.wstart < self.out.len() {
             match self.stream.write(&self.out.buf[self.wstart..]) {
                 Ok(0) => return false,

@@ -83,7 +83,9 @@ impl UdpHandler {
                                 break;
                             }
                         }
-                        BinStep::Wait(_) | BinStep::Close => break,
+                        // UDP is refused with -S, and parse() yields no
+                        // SASL requests: stop reading the datagram if it did.
+                        BinStep::Sasl(..) | BinStep::Wait(_) | BinStep::Close => break,
                     }
                     continue;
                 }

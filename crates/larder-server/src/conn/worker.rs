@@ -27,6 +27,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const WAKER: Token = Token(usize::MAX);
+/// Seconds a wholly expired segment stays before the once-a-second sweep
+/// frees it (memory pressure frees it at once).
+const RECLAIM_AFTER: u32 = 2;
 const UDP_BASE: usize = usize::MAX / 2;
 
 /// A connection accepted for a worker.
@@ -38,7 +41,7 @@ pub struct NewConn {
 /// How the acceptor hands connections to a worker.
 pub struct Inbox {
     queue: Mutex<Vec<NewConn>>,
-    waker: Waker,
+    waker: Arc<Waker>,
 }
 
 impl Inbox {
@@ -50,6 +53,12 @@ impl Inbox {
     /// Wake the worker without work (shutdown).
     pub fn wake(&self) {
         let _ = self.waker.wake();
+    }
+
+    /// The worker's waker, for others that need to interrupt its `poll`
+    /// (released parked requests, `state::coalesce`).
+    pub fn waker(&self) -> Arc<Waker> {
+        self.waker.clone()
     }
 }
 
@@ -63,6 +72,10 @@ pub struct Worker {
     writable: Vec<bool>,
     free: Vec<usize>,
     udp: Vec<UdpHandler>,
+    /// Sessions whose front request is parked (`-o coalesce`), and the
+    /// earliest end of their windows.
+    parked: Vec<Token>,
+    parked_until: Option<Instant>,
     obs: Obs,
     /// Time each session event is measured from (the end of the previous).
     mark: Instant,
@@ -73,7 +86,7 @@ impl Worker {
     pub fn new(id: usize, srv: Arc<Server>, udp_sockets: Vec<UdpSocket>) -> std::io::Result<(Worker, Arc<Inbox>)> {
         let poll = Poll::new()?;
         let waker = Waker::new(poll.registry(), WAKER)?;
-        let inbox = Arc::new(Inbox { queue: Mutex::new(Vec::new()), waker });
+        let inbox = Arc::new(Inbox { queue: Mutex::new(Vec::new()), waker: Arc::new(waker) });
         let mut udp = Vec::new();
         for (i, mut sock) in udp_sockets.into_iter().enumerate() {
             poll.registry().register(&mut sock, Token(UDP_BASE + i), Interest::READABLE)?;
@@ -89,6 +102,8 @@ impl Worker {
             writable: Vec::new(),
             free: Vec::new(),
             udp,
+            parked: Vec::new(),
+            parked_until: None,
             obs,
             mark: Instant::now(),
         };
@@ -106,7 +121,7 @@ impl Worker {
         let srv = self.srv.clone();
         let ws = &srv.stats.workers[self.id];
         loop {
-            let timeout = if again.is_empty() { Duration::from_millis(500) } else { Duration::ZERO };
+            let timeout = if again.is_empty() { self.parked_timeout(Duration::from_millis(500)) } else { Duration::ZERO };
             if !timeout.is_zero() {
                 // About to block: let the observer's housekeeping proceed.
                 self.obs.quiesce();
@@ -146,14 +161,25 @@ impl Worker {
             for token in rerun.drain(..) {
                 self.run_session(token, now, &mut again, true);
             }
+            if !self.parked.is_empty() {
+                // Released by a write (its writer told us) or out of time.
+                let due = self.parked_until.is_some_and(|t| Instant::now() >= t);
+                if srv.coalescer.take_dirty(self.id) || due {
+                    self.release_parked(now, &mut again);
+                }
+            }
             if now != last_sweep {
                 last_sweep = now;
                 self.sweep_idle(now);
                 // Expired segments go back to the pool now, not when memory
                 // runs out (each worker takes its share of the shards; here,
                 // so that departures reach this worker's observer). Items in
-                // grace (`-o grace`) are kept as long as it lasts.
-                let horizon = now.saturating_sub(srv.settings.grace.longest());
+                // grace (`-o grace`) are kept as long as it lasts. And every
+                // segment for RECLAIM_AFTER seconds past its expiry: a client
+                // that reads an item right after it expired (or one stored
+                // already expired, as memcached's stats.t does) must find it
+                // expired (`get_expired`), not gone (a plain miss).
+                let horizon = now.saturating_sub(srv.settings.grace.longest().max(RECLAIM_AFTER));
                 srv.store.reclaim_expired(horizon, self.id, srv.settings.threads);
                 if self.id == 0 {
                     srv.observer.maintain();
@@ -178,6 +204,19 @@ impl Worker {
             Status::Again => again.push(token),
             Status::Close => return self.close(token.0),
             Status::Watch => return self.hand_to_logger(token.0),
+            Status::Parked => {
+                if !self.parked.contains(&token) {
+                    self.parked.push(token);
+                }
+                if let Some(t) = session.ticket() {
+                    self.parked_until = Some(self.parked_until.map_or(t.deadline, |u| u.min(t.deadline)));
+                    // A write may have landed while the request was being
+                    // parked: look again before the next poll.
+                    if srv.coalescer.released(t, Instant::now()).is_some() {
+                        srv.coalescer.mark_dirty(self.id);
+                    }
+                }
+            }
         }
         if self.sync_interest(token.0).is_err() {
             self.close(token.0);
@@ -210,7 +249,7 @@ impl Worker {
                     self.sessions.len() - 1
                 }
             };
-            let mut session = Session::new(conn.stream, conn.info, now, self.srv.budget.clone(), self.srv.auth.is_none());
+            let mut session = Session::new(conn.stream, conn.info, now, self.srv.budget.clone(), self.srv.auth.is_none() && !self.srv.settings.sasl);
             if session.stream_mut().register(self.poll.registry(), Token(slot)).is_err() {
                 self.srv.registry.remove(session.info.fd);
                 self.srv.stats.conns.curr_connections.fetch_sub(1, Relaxed);
@@ -243,13 +282,69 @@ impl Worker {
 
     fn close(&mut self, slot: usize) {
         if let Some(mut session) = self.sessions[slot].take() {
+            if let Some(ticket) = session.take_ticket() {
+                self.srv.coalescer.abandon(&ticket);
+                self.parked.retain(|t| t.0 != slot);
+            }
             session.release(&self.srv.budget);
+            session.stream_mut().abandon();
             self.srv.log.conn_close(session.info.fd, &session.info.addr, session.close_reason);
             let _ = session.stream_mut().deregister(self.poll.registry());
             self.srv.registry.remove(session.info.fd);
             self.srv.stats.conns.curr_connections.fetch_sub(1, Relaxed);
             self.free.push(slot);
         }
+    }
+
+    /// How long `poll` may block: `limit`, or less if a parked request's
+    /// window ends sooner.
+    fn parked_timeout(&self, limit: Duration) -> Duration {
+        match self.parked_until {
+            Some(t) if !self.parked.is_empty() => limit.min(t.saturating_duration_since(Instant::now())),
+            _ => limit,
+        }
+    }
+
+    /// Run again every parked request whose key was written, deleted or
+    /// flushed, or whose window ended.
+    fn release_parked(&mut self, now: u32, again: &mut Vec<Token>) {
+        let at = Instant::now();
+        let mut i = 0;
+        while i < self.parked.len() {
+            let token = self.parked[i];
+            let released = match self.sessions.get_mut(token.0) {
+                Some(Some(s)) => match s.ticket() {
+                    Some(t) => self.srv.coalescer.released(t, at).map(|timed_out| (*t, timed_out)),
+                    None => {
+                        self.parked.swap_remove(i);
+                        continue;
+                    }
+                },
+                _ => {
+                    self.parked.swap_remove(i);
+                    continue;
+                }
+            };
+            let Some((ticket, timed_out)) = released else {
+                i += 1;
+                continue;
+            };
+            self.parked.swap_remove(i);
+            self.srv.coalescer.unpark(&ticket, timed_out);
+            if let Some(Some(s)) = self.sessions.get_mut(token.0) {
+                s.unpark();
+            }
+            // Its input may have arrived meanwhile (no event will say so):
+            // run it as a re-run does.
+            self.run_session(token, now, again, true);
+        }
+        // The earliest window among those still waiting (a re-run may have
+        // parked again, with a later one).
+        self.parked_until = self
+            .parked
+            .iter()
+            .filter_map(|t| self.sessions.get(t.0)?.as_ref()?.ticket().map(|k| k.deadline))
+            .min();
     }
 
     fn close_all(&mut self) {
@@ -261,23 +356,33 @@ impl Worker {
         }
     }
 
-    /// Close connections idle longer than `-o idle_timeout`.
+    /// Close connections idle longer than `-o idle_timeout`, and TLS
+    /// connections whose handshake has taken longer than
+    /// `-o ssl_handshake_timeout` (whatever `idle_timeout` says: a client
+    /// that starts a handshake and never finishes it would otherwise hold
+    /// its connection slot and rustls's buffers for good).
     fn sweep_idle(&mut self, now: u32) {
         let limit = self.srv.settings.idle_timeout;
-        if limit == 0 {
+        let handshake_limit = self.srv.settings.tls.handshake_timeout;
+        if limit == 0 && self.srv.tls.is_none() {
             return;
         }
         let mut idle = Vec::new();
         for (slot, s) in self.sessions.iter().enumerate() {
             if let Some(s) = s {
-                if s.is_idle() && now.saturating_sub(s.last_active) > limit {
+                let idle_too_long = limit != 0 && s.is_idle() && now.saturating_sub(s.last_active) > limit;
+                let handshake_too_long = s.is_handshaking() && now.saturating_sub(s.opened) >= handshake_limit;
+                if idle_too_long || handshake_too_long {
                     idle.push(slot);
                 }
             }
         }
         for slot in idle {
-            bump(&self.srv.stats.workers[self.id].idle_kicks, 1);
             if let Some(s) = &mut self.sessions[slot] {
+                // (a handshake timeout counts in ssl_handshake_errors, at close)
+                if !s.is_handshaking() {
+                    bump(&self.srv.stats.workers[self.id].idle_kicks, 1);
+                }
                 s.close_reason = crate::trace::watch::CloseReason::IdleTimeout;
             }
             self.close(slot);

@@ -1,5 +1,5 @@
 //! Server administration: `verbosity`, `shutdown`, `cache_memlimit`,
-//! `debugtime` and `stats reset`. (`version` is a constant, `stats` a report:
+//! `refresh_certs`, `debugtime` and `stats reset`. (`version` is a constant, `stats` a report:
 //! see `report.rs`.)
 
 use super::Ctx;
@@ -43,6 +43,17 @@ pub fn cache_memlimit(cx: &mut Ctx<'_>, megabytes: u64) -> Result<(), MemlimitRe
         return Err(MemlimitRefused::NotMegabytes);
     }
     cx.srv.store.set_memory_limit((megabytes as usize) << 20).map_err(|_| MemlimitRefused::Failed)
+}
+
+/// `refresh_certs`: read the TLS certificate, key and CA files again for
+/// the connections accepted from now on. The error is memcached's message
+/// (`Error TLS not enabled` without `-Z`; otherwise which file failed and
+/// why; the configuration in use stays).
+pub fn refresh_certs(cx: &mut Ctx<'_>) -> Result<(), String> {
+    match &cx.srv.tls {
+        None => Err("Error TLS not enabled".to_string()),
+        Some(tls) => tls.refresh(cx.srv.clock.now()),
+    }
 }
 
 /// `debugtime <offset>`, allowed only with `-o debug_time` (tests move the

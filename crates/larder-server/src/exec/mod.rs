@@ -15,6 +15,7 @@
 //! | [`touch`]   | touch / — / TOUCH                                            |
 //! | [`flush`]   | flush_all / — / FLUSH FLUSHQ                                 |
 //! | [`admin`]   | version verbosity shutdown cache_memlimit debugtime …        |
+//! | [`sasl`]    | — / — / SASL_LIST_MECHS SASL_AUTH SASL_STEP (`-S`)           |
 //!
 //! An executor takes the request context ([`Ctx`]) and the command's
 //! arguments in the store's terms (expiry already converted to server
@@ -34,26 +35,51 @@ pub mod flush;
 pub mod output;
 pub mod read;
 pub mod report;
+pub mod sasl;
 pub mod store;
 pub mod touch;
 
 use crate::trace::observe::Obs;
 use crate::state::server::Server;
 use crate::state::stats::WorkerStats;
+use crate::state::coalesce::Ticket;
 use larder_store::Time;
 
 /// Everything a command runs with: the server, the calling worker's
-/// counters and accounting, and the request's server time.
+/// counters and accounting, the request's server time, and whether a read
+/// may be parked (`-o coalesce`).
 pub struct Ctx<'a> {
     pub srv: &'a Server,
     pub ws: &'a WorkerStats,
     pub obs: &'a mut Obs,
     pub now: Time,
+    pub parking: Parking,
+    /// Set by a read that parked: what releases it (see [`After::Parked`]).
+    pub ticket: Option<Ticket>,
+}
+
+/// Whether a plain read that misses may wait for another client's refill
+/// (`state::coalesce`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Parking {
+    /// No: UDP, and anything without a connection to hold the request.
+    Never,
+    /// Yes, on this connection (its id: a client never waits for itself).
+    Allowed(u32),
+    /// The request already waited once for its first read; that read
+    /// answers what it finds now, later ones may wait again.
+    Retry(u32),
 }
 
 impl<'a> Ctx<'a> {
     pub fn new(srv: &'a Server, ws: &'a WorkerStats, obs: &'a mut Obs, now: Time) -> Ctx<'a> {
-        Ctx { srv, ws, obs, now }
+        Ctx { srv, ws, obs, now, parking: Parking::Never, ticket: None }
+    }
+
+    /// The same context, for a connection that can hold a parked request.
+    pub fn parking(mut self, parking: Parking) -> Ctx<'a> {
+        self.parking = parking;
+        self
     }
 
     /// The CAS a client may see: 0 under `-C`.
@@ -92,4 +118,9 @@ pub enum After {
     /// A multi-key get stopped after this many keys until the output
     /// drains; run the same request again with it as `resume`.
     Paused(usize),
+    /// A read of this key (its index in a multi-key get; 0 otherwise) was
+    /// parked until another client refills it (`-o coalesce`, ticket in
+    /// [`Ctx::ticket`]); nothing of it was answered. Run the same request
+    /// again from that key once released.
+    Parked(usize),
 }

@@ -10,30 +10,58 @@
 //!   stale values. Meta `mg` is not graced: the meta protocol has its own,
 //!   explicit stale-while-revalidate (`N`, `R`, `W`/`X`/`Z`), and a meta
 //!   client must see the store's truth to use it.
+//! * Coalesced cold misses (`-o coalesce`): a plain read of an absent key
+//!   in grace's scope, while another client refills it, is parked instead
+//!   of answered ([`Read::Parked`]); the connection runs it again when the
+//!   key is written or the window ends (`state::coalesce`).
 //! * The hit's bytes are encoded by the front end's closure under the
 //!   store's shard lock (no copy); a winner's stale value is never encoded.
 
-use super::Ctx;
+use super::{Ctx, Parking};
+use crate::state::coalesce::ColdVerdict;
 use crate::state::grace::Verdict;
 use crate::state::stats::bump;
 use larder_store::{item_bytes, Item, Lookup, MetaGet, MetaItem, Time};
 
+/// What one key of a get-family read came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Read {
+    Hit,
+    /// The caller answers the miss.
+    Miss,
+    /// Nothing is answered: the request waits for another client's refill
+    /// (`-o coalesce`; the ticket is in `cx.ticket`) and runs again.
+    Parked,
+}
+
 /// One key of a get-family read; `touch`: the new expiry of a `gat`.
-/// `encode` writes a hit (with the CAS the client may see); the caller
-/// answers a miss. Returns whether it hit.
-pub fn read(cx: &mut Ctx<'_>, key: &[u8], touch: Option<Time>, encode: impl FnOnce(&Item<'_>, u64)) -> bool {
+/// `encode` writes a hit (with the CAS the client may see).
+pub fn read(cx: &mut Ctx<'_>, key: &[u8], touch: Option<Time>, encode: impl FnOnce(&Item<'_>, u64)) -> Read {
     let srv = cx.srv;
     let now = cx.now;
-    bump(&cx.ws.cmd_get, 1);
     let cas_enabled = srv.settings.cas_enabled;
     let visible = |cas: u64| if cas_enabled { cas } else { 0 };
     // (value length, item bytes) of a hit, for the observer and watch.
     let sizes = |item: &Item<'_>| (item.value.len(), item_bytes(key.len(), item.value.len(), item.flags));
     let grace = if touch.is_none() { srv.settings.grace.for_key(key) } else { 0 };
+    // Coalescing covers grace's keys, for plain reads on a connection; a
+    // request that already waited once answers what it finds now.
+    let conn = match cx.parking {
+        Parking::Allowed(conn) if grace > 0 && srv.coalescer.enabled() => Some(conn),
+        Parking::Retry(conn) => {
+            cx.parking = Parking::Allowed(conn);
+            None
+        }
+        _ => None,
+    };
+    let seen = conn.map(|conn| (conn, srv.coalescer.before_lookup(key)));
+    let mut refills = false;
     let found = if cx.in_flush_second() {
         Lookup::Flushed
     } else if grace > 0 {
-        graced(cx, key, grace, encode)
+        let (found, winner) = graced(cx, key, grace, encode);
+        refills = winner;
+        found
     } else {
         let write = |item: &Item<'_>| {
             encode(item, visible(item.cas));
@@ -44,6 +72,14 @@ pub fn read(cx: &mut Ctx<'_>, key: &[u8], touch: Option<Time>, encode: impl FnOn
             Some(exp) => srv.store.get_and_touch(key, now, exp, write),
         }
     };
+    if let (Some((conn, seen)), false, false) = (seen, refills, matches!(found, Lookup::Hit(_))) {
+        if let ColdVerdict::Park(ticket) = srv.coalescer.on_miss(key, conn, seen, std::time::Instant::now()) {
+            // Counted when it runs again, as the hit or miss it then is.
+            cx.ticket = Some(ticket);
+            return Read::Parked;
+        }
+    }
+    bump(&cx.ws.cmd_get, 1);
     crate::trace::watch::fetched(&srv.log, key, &found, |h| Some(h.0));
     let ws = cx.ws;
     match &found {
@@ -69,13 +105,18 @@ pub fn read(cx: &mut Ctx<'_>, key: &[u8], touch: Option<Time>, encode: impl FnOn
             _ => {}
         }
     }
-    hit
+    if hit {
+        Read::Hit
+    } else {
+        Read::Miss
+    }
 }
 
 /// A read under grace mode. The stale-or-not decision and the winner
 /// election happen under the shard lock, before anything is encoded, so a
-/// winner's reply never carries the stale value.
-fn graced(cx: &mut Ctx<'_>, key: &[u8], grace: Time, encode: impl FnOnce(&Item<'_>, u64)) -> Lookup<(usize, u64)> {
+/// winner's reply never carries the stale value. True with the lookup when
+/// this reader was chosen to refill a value in grace.
+fn graced(cx: &mut Ctx<'_>, key: &[u8], grace: Time, encode: impl FnOnce(&Item<'_>, u64)) -> (Lookup<(usize, u64)>, bool) {
     let srv = cx.srv;
     let now = cx.now;
     let cas_enabled = srv.settings.cas_enabled;
@@ -102,12 +143,12 @@ fn graced(cx: &mut Ctx<'_>, key: &[u8], grace: Time, encode: impl FnOnce(&Item<'
         None => {}
     }
     match found {
-        Lookup::Hit(Some(sizes)) => Lookup::Hit(sizes),
+        Lookup::Hit(Some(sizes)) => (Lookup::Hit(sizes), false),
         // This reader refills: to it the key missed (as expired).
-        Lookup::Hit(None) => Lookup::Expired,
-        Lookup::Miss => Lookup::Miss,
-        Lookup::Expired => Lookup::Expired,
-        Lookup::Flushed => Lookup::Flushed,
+        Lookup::Hit(None) => (Lookup::Expired, true),
+        Lookup::Miss => (Lookup::Miss, false),
+        Lookup::Expired => (Lookup::Expired, false),
+        Lookup::Flushed => (Lookup::Flushed, false),
     }
 }
 

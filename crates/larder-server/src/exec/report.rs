@@ -15,6 +15,7 @@ use larder_proto::reply::{self, stat_str, stat_u64};
 use larder_store::Time;
 use std::borrow::Cow;
 use std::io::Write;
+use std::sync::atomic::Ordering::Relaxed;
 
 /// A group of `STAT name value` figures, typed: rendered as text `stats`,
 /// as binary `stat` packets and as Prometheus samples, never re-parsed.
@@ -323,6 +324,14 @@ fn general(srv: &Server, s: &mut Snapshot) {
     s.u64("log_watcher_skipped", skipped);
     s.u64("log_watcher_sent", sent);
     s.u64("log_watchers", watchers);
+    if let Some(tls) = &srv.tls {
+        // memcached's TLS figures, in its place for them.
+        if tls.settings.session_cache {
+            s.u64("ssl_new_sessions", tls.counters.new_sessions.load(std::sync::atomic::Ordering::Relaxed));
+        }
+        s.u64("ssl_handshake_errors", tls.counters.handshake_errors.load(std::sync::atomic::Ordering::Relaxed));
+        s.u64("time_since_server_cert_refresh", tls.seconds_since_refresh(srv.clock.now()) as u64);
+    }
     s.u64("unexpected_napi_ids", 0);
     s.u64("round_robin_fallback", 0);
     s.u64("bytes", st.bytes);
@@ -381,6 +390,15 @@ fn larder(srv: &Server, s: &mut Snapshot) {
         s.u64("larder_grace_wins", t.grace_wins);
         s.u64("larder_grace_winner_timeouts", t.grace_winner_timeouts);
     }
+    if srv.coalescer.enabled() {
+        let c = &srv.coalescer.stats;
+        s.u64("larder_coalesce_parked", srv.coalescer.parked_now() as u64);
+        s.u64("larder_coalesce_waits", c.waits.load(Relaxed));
+        s.u64("larder_coalesce_wins", c.wins.load(Relaxed));
+        s.u64("larder_coalesce_released", c.released.load(Relaxed));
+        s.u64("larder_coalesce_timeouts", c.timeouts.load(Relaxed));
+        s.u64("larder_coalesce_overflows", c.overflows.load(Relaxed));
+    }
     #[cfg(feature = "alloc-count")]
     s.u64("larder_allocations", crate::alloc_count::allocations());
 }
@@ -410,7 +428,7 @@ fn settings(srv: &Server, out: &mut Snapshot) {
     out.str("cas_enabled", yes_no(s.cas_enabled));
     out.u64("tcp_backlog", s.backlog as u64);
     out.str("binding_protocol", s.protocol.stats_name());
-    out.str("auth_enabled_sasl", "no");
+    out.str("auth_enabled_sasl", yes_no(s.sasl));
     // memcached names the file here (not "yes").
     out.str("auth_enabled_ascii", srv.auth.as_ref().map_or("no", |c| c.path()));
     out.u64("item_size_max", s.item_size_max as u64);
@@ -421,6 +439,20 @@ fn settings(srv: &Server, out: &mut Snapshot) {
     out.u64("watcher_logbuf_size", s.watcher_logbuf_size as u64);
     out.u64("worker_logbuf_size", s.worker_logbuf_size as u64);
     out.u64("read_buf_mem_limit", s.read_buf_mem_limit as u64);
+    // memcached (built with TLS, as Debian's is) lists these whether or
+    // not -Z is on.
+    let t = &s.tls;
+    out.str("ssl_enabled", yes_no(t.enabled));
+    out.str("ssl_chain_cert", t.chain_cert.as_deref().unwrap_or("(null)"));
+    out.str("ssl_key", t.key.as_deref().unwrap_or("(null)"));
+    out.u64("ssl_verify_mode", t.verify_mode as u64);
+    out.str("ssl_keyformat", &t.keyformat.to_string());
+    out.str("ssl_ciphers", t.ciphers.as_deref().unwrap_or("NULL"));
+    out.str("ssl_ca_cert", t.ca_cert.as_deref().unwrap_or("NULL"));
+    out.u64("ssl_wbuf_size", t.wbuf_size as u64);
+    out.str("ssl_session_cache", yes_no(t.session_cache));
+    out.str("ssl_kernel_tls", yes_no(t.kernel_tls));
+    out.str("ssl_min_version", t.min_version_text());
     out.str("memory_file", s.memory_file.as_deref().unwrap_or("(null)"));
 }
 

@@ -1,6 +1,7 @@
 //! The bottom layer: what a connection is, independent of what it speaks.
 //!
-//! * [`stream`]: one `Stream` type for TCP and Unix-domain connections.
+//! * [`stream`]: one `Stream` type for TCP, TLS and Unix-domain connections.
+//! * [`tls`]: a rustls connection over a non-blocking socket.
 //! * [`registry`]: every open connection's shared description (`stats conns`).
 //!
 //! Binding listeners and accepting connections need the settings and the
@@ -8,3 +9,4 @@
 
 pub mod registry;
 pub mod stream;
+pub mod tls;

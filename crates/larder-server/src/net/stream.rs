@@ -1,15 +1,18 @@
-//! One stream type for every client connection, TCP or Unix-domain, so
-//! sessions and the `watch` logger handle both alike.
+//! One stream type for every client connection, TCP, TLS over TCP or
+//! Unix-domain, so sessions and the `watch` logger handle them alike.
 
 use mio::event::Source;
 use mio::net::{TcpStream, UnixStream};
 use mio::{Interest, Registry, Token};
+use crate::net::tls::TlsStream;
 use std::io::{self, Read, Write};
 
-/// A TCP or Unix-domain stream.
+/// A TCP, TLS or Unix-domain stream.
 pub enum Stream {
     Tcp(TcpStream),
     Unix(UnixStream),
+    /// Boxed: a rustls connection is over a kilobyte, plain streams a word.
+    Tls(Box<TlsStream>),
 }
 
 impl Stream {
@@ -17,6 +20,7 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.read(buf),
             Stream::Unix(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
         }
     }
 
@@ -24,6 +28,40 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.write(buf),
             Stream::Unix(s) => s.write(buf),
+            Stream::Tls(s) => s.write(buf),
+        }
+    }
+
+    /// Output the stream itself holds (TLS records the socket did not
+    /// take); the session's own buffer is separate.
+    pub fn wants_write(&self) -> bool {
+        match self {
+            Stream::Tls(s) => s.wants_write(),
+            _ => false,
+        }
+    }
+
+    /// Send what the stream holds; `WouldBlock` if it could not all go.
+    pub fn send_pending(&mut self) -> io::Result<()> {
+        match self {
+            Stream::Tls(s) => s.send_pending(),
+            _ => Ok(()),
+        }
+    }
+
+    /// The connection closes: a TLS handshake it had not finished counts
+    /// as failed (`ssl_handshake_errors`).
+    pub fn abandon(&mut self) {
+        if let Stream::Tls(s) = self {
+            s.abandon();
+        }
+    }
+
+    /// A TLS handshake is still under way.
+    pub fn is_handshaking(&self) -> bool {
+        match self {
+            Stream::Tls(s) => s.is_handshaking(),
+            _ => false,
         }
     }
 
@@ -36,7 +74,14 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.register(registry, token, interest),
             Stream::Unix(s) => s.register(registry, token, interest),
+            Stream::Tls(t) => { let s = t.socket(); s.register(registry, token, interest) }
         }
+    }
+
+    /// Register for reads and writes (the `watch` logger's streams).
+    pub fn register_both(&mut self, registry: &Registry, token: Token) -> io::Result<()> {
+        self.register(registry, token)?;
+        self.reregister(registry, token, true)
     }
 
     /// Change the readiness this stream is registered for.
@@ -45,6 +90,7 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.reregister(registry, token, interest),
             Stream::Unix(s) => s.reregister(registry, token, interest),
+            Stream::Tls(t) => { let s = t.socket(); s.reregister(registry, token, interest) }
         }
     }
 
@@ -52,6 +98,7 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.deregister(registry),
             Stream::Unix(s) => s.deregister(registry),
+            Stream::Tls(t) => { let s = t.socket(); s.deregister(registry) }
         }
     }
 }

@@ -24,6 +24,9 @@ pub struct Settings {
     /// `-Y`: the authfile; connections must authenticate before any
     /// command (`state::authfile`, `wire::auth`).
     pub auth_file: Option<String>,
+    /// `-S`: binary-protocol clients must authenticate with SASL
+    /// (`state::sasl`, `exec::sasl`).
+    pub sasl: bool,
     pub memory_limit: usize,
     pub evictions: bool,
     pub max_connections: usize,
@@ -66,9 +69,14 @@ pub struct Settings {
     pub lru_maintainer: bool,
     /// Grace mode (`-o grace=`, `grace_prefix=`, `grace_lease=`).
     pub grace: crate::state::grace::GraceConfig,
+    /// Coalesced cold misses (`-o coalesce=`, `coalesce_max_key=`,
+    /// `coalesce_max=`), for the keys grace covers.
+    pub coalesce: crate::state::coalesce::CoalesceConfig,
     /// Observability (`-o prefix_stats_max=`, `bigkeys=`, `hotkeys_window=`,
     /// `hotkeys_sample=`, `observe=off`).
     pub observe: ObserveSettings,
+    /// `-Z` and `-o ssl_*` (`state::tls`).
+    pub tls: crate::state::tls::TlsSettings,
     /// Warnings to print at start-up (flags accepted but without effect).
     pub warnings: Vec<String>,
 }
@@ -150,6 +158,7 @@ impl Default for Settings {
             daemonize: false,
             user: None,
             auth_file: None,
+            sasl: false,
             memory_limit: 64 << 20,
             evictions: true,
             max_connections: 1024,
@@ -178,7 +187,9 @@ impl Default for Settings {
             lru_crawler: true,
             lru_maintainer: true,
             grace: crate::state::grace::GraceConfig { lease: 5, ..Default::default() },
+            coalesce: Default::default(),
             observe: ObserveSettings::default(),
+            tls: Default::default(),
             warnings: Vec::new(),
         }
     }
@@ -386,9 +397,9 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, Us
                     s.detail_enabled = true;
                 }
                 'o' => parse_extended(v, &mut s)?,
-                'S' => return err("larder: -S (SASL authentication) is not supported"),
+                'S' => s.sasl = true,
                 'Y' => s.auth_file = Some(v.to_string()),
-                'Z' => return err("larder: -Z (TLS) is not supported"),
+                'Z' => s.tls.enabled = true,
                 'e' => {
                     if v.is_empty() {
                         return err("larder: -e needs a file name");
@@ -415,6 +426,18 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, Us
     // memcached: `-U` without `-p` puts TCP on the UDP port too.
     if udp_specified && s.udp_port != 0 && !tcp_specified {
         s.port = s.udp_port;
+    }
+    if s.sasl {
+        // memcached: SASL is binary-only. Without -B the binding protocol
+        // becomes binary; -B ascii or auto is refused, as is UDP.
+        if !protocol_specified {
+            s.protocol = Protocol::Binary;
+        } else if s.protocol != Protocol::Binary {
+            return err("ERROR: You cannot allow the ASCII protocol while using SASL.");
+        }
+        if s.udp_port != 0 {
+            return err("ERROR: Cannot enable UDP while using binary SASL authentication.");
+        }
     }
     if s.auth_file.is_some() {
         // memcached: -Y speaks ASCII only. Without -B the binding protocol
@@ -492,6 +515,9 @@ fn parse_extended<'a>(list: &'a str, s: &mut Settings) -> Result<(), UsageError>
         let need = |v: Option<&'a str>| -> Result<&'a str, UsageError> {
             v.ok_or_else(|| UsageError(format!("larder: -o {name} needs a value ({name}=...)")))
         };
+        if s.tls.parse_option(name, value, &mut s.warnings).map_err(UsageError)? {
+            continue;
+        }
         match name {
             "idle_timeout" => {
                 let v = need(value)?;
@@ -518,6 +544,20 @@ fn parse_extended<'a>(list: &'a str, s: &mut Settings) -> Result<(), UsageError>
                 match parsed {
                     Some((p, secs)) if !p.is_empty() => s.grace.prefixes.push((p.as_bytes().to_vec(), secs)),
                     _ => return err(format!("larder: -o grace_prefix wants prefix:duration, got '{v}'")),
+                }
+            }
+            "coalesce" => {
+                let v = need(value)?;
+                s.coalesce.window = crate::state::coalesce::parse_window(v)
+                    .ok_or_else(|| UsageError(format!("larder: bad duration for -o coalesce: '{v}' (e.g. 500ms, 2s)")))?;
+            }
+            "coalesce_max_key" | "coalesce_max" => {
+                let v = need(value)?;
+                let n: u32 = v.parse().map_err(|_| UsageError(format!("larder: bad value for -o {name}: '{v}'")))?;
+                if name == "coalesce_max" {
+                    s.coalesce.max_total = n;
+                } else {
+                    s.coalesce.max_per_key = n;
                 }
             }
             "hotkeys_sample" if value == Some("auto") => s.observe.hotkeys_sample = 0,
@@ -600,6 +640,18 @@ fn validate(s: &Settings) -> Result<(), UsageError> {
     if s.item_size_max > ITEM_SIZE_MAX_UPPER {
         return err("Cannot set item size limit higher than a gigabyte.");
     }
+    if s.coalesce.enabled() && !s.grace.enabled() {
+        return err("larder: -o coalesce applies to the keys grace mode covers: give -o grace= or -o grace_prefix= too");
+    }
+    if s.tls.enabled && s.port == 0 {
+        return err("ERROR: You cannot enable SSL without a TCP port.");
+    }
+    if s.tls.metrics && !s.tls.enabled {
+        return err("larder: -o metrics_tls needs -Z (it uses -Z's certificate and settings)");
+    }
+    if !s.tls.enabled && s.listen.iter().any(|l| l.starts_with("notls:")) {
+        return err("'notls' option is valid only when SSL is enabled");
+    }
     if s.unix_socket.is_some() && s.udp_port != 0 && !s.listen.is_empty() {
         // memcached ignores network listeners when -s is given; so do we.
     }
@@ -640,11 +692,15 @@ pub fn help_text() -> String {
 -Y, --auth-file=<file>    require ASCII authentication with the user:password
                           lines of <file> (forces -B ascii; no UDP)
 -B, --protocol=<name>     protocol - one of ascii, binary, or auto (default: auto-negotiate)
+-S, --enable-sasl         turn on Sasl authentication (binary protocol; Cyrus
+                          libsasl2, configured by SASL_CONF_PATH/memcached.conf)
 -I, --max-item-size=<num> adjusts max item size
                           (default: 1m, min: 1k, max: 1024m)
 -F, --disable-flush-all   disable flush_all command
 -X, --disable-dumping     disable stats cachedump and lru_crawler metadump
 -W, --disable-watch       disable watch commands (live logging)
+-Z, --enable-ssl          enable TLS/SSL (TLS 1.2 and 1.3); with -l, a 'notls:'
+                          prefix keeps a listener plain (-l notls:<ip>:<port>)
 -o, --extended            comma separated list of extended options
    - idle_timeout:        timeout for idle connections, seconds (default: 0, no timeout)
    - read_buf_mem_limit:  megabytes for connection buffers beyond 32 KiB per connection
@@ -659,6 +715,11 @@ pub fn help_text() -> String {
    - grace_prefix:        grace for keys with a prefix, e.g. grace_prefix=page:30s
    - grace_lease:         time the refilling getter has before another is chosen
                           (default: 5s)
+   - coalesce:            park other plain gets of an absent key in grace's scope
+                          while the first getter refills it, for at most this
+                          long (e.g. 500ms, 2s; default: off)
+   - coalesce_max_key:    requests parked per key at most (default: 1024)
+   - coalesce_max:        requests parked in all at most (default: 16384)
    - prefix_stats_max:    key prefixes accounted separately in stats prefixes /
                           stats detail dump (default: 1024; more fold into 'other')
    - bigkeys:             largest items listed by stats bigkeys (default: 20)
@@ -669,8 +730,28 @@ pub fn help_text() -> String {
                           above (default: auto)
    - metrics_port:        serve Prometheus /metrics on this port (default: 0, off)
    - metrics_addr:        address for metrics_port (default: 127.0.0.1)
+   - metrics_tls:         serve metrics_port over HTTPS with -Z's certificate and
+                          ssl_* settings (needs -Z)
    - observe:             on|off: per-request accounting (default: on)
    - debugtime:           (tests only) enable the debugtime clock command
+   - ssl_chain_cert:      certificate chain file in PEM format
+   - ssl_key:             private key, if not part of the -ssl_chain_cert
+   - ssl_keyformat:       private key format (1 PEM, 2 DER) (default: 1, PEM)
+   - ssl_verify_mode:     peer certificate verification mode, default is 0(None).
+                          valid values are 0(None), 1(Request), 2(Require)
+                          or 3(Once: the same as 2, there is no renegotiation)
+   - ssl_ciphers:         TLS 1.2 cipher suites, OpenSSL names separated by ':'
+   - ssl_ca_cert:         PEM format file of acceptable client CA's
+   - ssl_wbuf_size:       size in kilobytes of per-connection TLS output buffer
+                          (default: 16)
+   - ssl_session_cache:   enable server-side TLS session cache, to support session
+                          resumption
+   - ssl_kernel_tls:      accepted; kernel TLS offload is not available (warning)
+   - ssl_handshake_timeout: seconds a TLS handshake may take before the
+                          connection is closed (default: 10)
+   - ssl_min_version:     minimum protocol version to accept (default: tlsv1.2)
+                          valid values are 0(tlsv1.0), 1(tlsv1.1), 2(tlsv1.2), or 3(tlsv1.3);
+                          0 and 1 accept TLS 1.2 and up (no TLS 1.0/1.1 here)
 ",
         version = env!("CARGO_PKG_VERSION"),
         compat = crate::state::stats::VERSION,
@@ -734,8 +815,18 @@ mod tests {
     }
 
     #[test]
+    fn parses_coalesce_options() {
+        let s = run(&["-o", "grace=30s,coalesce=250ms,coalesce_max_key=8,coalesce_max=100"]).unwrap();
+        assert_eq!(s.coalesce.window, std::time::Duration::from_millis(250));
+        assert_eq!((s.coalesce.max_per_key, s.coalesce.max_total), (8, 100));
+        assert!(run(&["-o", "grace=30s,coalesce=later"]).is_err());
+        // Coalescing covers grace's keys: without grace it has none.
+        assert!(run(&["-o", "coalesce=1s"]).is_err());
+    }
+
+    #[test]
     fn rejects_what_memcached_rejects() {
-        for bad in [&["-c", "0"][..], &["-c", "-1"], &["-t", "0"], &["-I", "1000"], &["-I", "2g"], &["-B", "http"], &["-m", "64", "-I", "33m"], &["-o", "frobnicate"], &["-Z"], &["-q"]] {
+        for bad in [&["-c", "0"][..], &["-c", "-1"], &["-t", "0"], &["-I", "1000"], &["-I", "2g"], &["-B", "http"], &["-m", "64", "-I", "33m"], &["-o", "frobnicate"], &["-Z", "-p", "0"], &["-Z", "-o", "ssl_verify_mode=4"], &["-o", "ssl_min_version=9"], &["-o", "metrics_tls"], &["-l", "notls:127.0.0.1:1"], &["-q"]] {
             assert!(run(bad).is_err(), "{bad:?} should fail");
         }
     }
@@ -769,8 +860,8 @@ mod tests {
 
     #[test]
     fn names_unsupported_flags() {
-        let e = run(&["-S"]).unwrap_err();
-        assert!(e.0.contains("-S"), "{}", e.0);
+        let e = run(&["-k"]).unwrap_err();
+        assert!(e.0.contains("-k"), "{}", e.0);
         let e = run(&["-o", "ext_path=/tmp/x:64m"]).unwrap_err();
         assert!(e.0.contains("ext_path"), "{}", e.0);
     }
@@ -785,12 +876,30 @@ mod tests {
         }
     }
 
+    /// memcached 1.6.18's rules and messages (`memcached -S -B auto`: exit 64).
+    #[test]
+    fn sasl_speaks_binary_only() {
+        let s = run(&["-S"]).unwrap();
+        assert_eq!((s.sasl, s.protocol), (true, Protocol::Binary));
+        assert_eq!(run(&["--enable-sasl", "-B", "binary"]).unwrap().protocol, Protocol::Binary);
+        for bad in [&["-S", "-B", "auto"][..], &["-S", "-B", "ascii"], &["-S", "-B", "binary", "-B", "ascii"]] {
+            assert_eq!(run(bad).unwrap_err().0, "ERROR: You cannot allow the ASCII protocol while using SASL.", "{bad:?}");
+        }
+        assert_eq!(run(&["-S", "-U", "11211"]).unwrap_err().0, "ERROR: Cannot enable UDP while using binary SASL authentication.");
+        // As memcached: -Y without -B then makes it ascii (SASL never applies).
+        assert_eq!(run(&["-S", "-Y", "/x"]).unwrap().protocol, Protocol::Ascii);
+        // memcached -h lists -S; its t/binary-sasl.t looks for "sasl" there.
+        assert!(help_text().to_lowercase().contains("sasl"));
+    }
+
     #[test]
     fn help_does_not_claim_missing_features() {
         let h = help_text();
-        for word in ["sasl", "ext_path", "proxy_config", "enable-ssl", "no_drop_privileges"] {
+        for word in ["ext_path", "proxy_config", "no_drop_privileges"] {
             assert!(!h.to_lowercase().contains(word), "help mentions {word}");
         }
         assert!(h.contains("unix-socket"));
+        // memcached's t/lib/MemcachedTest.pm runs TLS tests only if -h says so.
+        assert!(h.contains("enable-ssl"));
     }
 }

@@ -92,6 +92,8 @@ pub struct Server {
     pub limits: Limits,
     /// Grace mode: who is refilling which expired key.
     pub winners: crate::state::grace::Winners,
+    /// Coalesced cold misses: who refills which absent key, and who waits.
+    pub coalescer: crate::state::coalesce::Coalescer,
     /// Observability state shared by the workers (each has its own
     /// `ObserverWorker`, see `observe.rs`).
     pub observer: larder_observe::observer::Observer,
@@ -102,6 +104,11 @@ pub struct Server {
     pub restart: crate::state::persist::RestartStats,
     /// `-Y`: the credentials connections must present before any command.
     pub auth: Option<crate::state::authfile::Credentials>,
+    /// `-S`: the Cyrus SASL library, initialised at start-up.
+    pub sasl: Option<&'static crate::state::sasl::Cyrus>,
+    /// `-Z`: the TLS configuration new connections start from, and the
+    /// TLS counters of `stats`.
+    pub tls: Option<Arc<crate::state::tls::TlsContext>>,
     verbosity: AtomicU32,
     stopping: AtomicBool,
     /// With `-C`: the second of the last immediate `flush_all` (0 = none).
@@ -132,6 +139,7 @@ impl Server {
             budget.resp_limit = buffers * 14;
         }
         let budget = Arc::new(budget);
+        let coalescer = crate::state::coalesce::Coalescer::new(settings.coalesce.clone(), settings.threads);
         Server {
             shutdown,
             budget,
@@ -144,9 +152,12 @@ impl Server {
             registry: Registry::default(),
             limits,
             winners: crate::state::grace::Winners::new(),
+            coalescer,
             observer,
             restart: Default::default(),
             auth: None,
+            sasl: None,
+            tls: None,
             stopping: AtomicBool::new(false),
             nocas_flush_second: AtomicU32::new(0),
             store_baseline: Mutex::new(larder_store::Stats::default()),
@@ -190,6 +201,9 @@ impl Server {
     /// that second and a second flush at the next second removes them.
     pub fn flush_all(&self, now: u32, at: u32) {
         self.store.flush_all(now, at);
+        if self.coalescer.enabled() {
+            self.coalescer.on_flush();
+        }
         if !self.settings.cas_enabled && at <= now {
             self.store.flush_all(now, now + 1);
             self.nocas_flush_second.store(now, Relaxed);
@@ -202,11 +216,15 @@ impl Server {
         !self.settings.cas_enabled && self.nocas_flush_second.load(Relaxed) == now
     }
 
-    /// A key was written or deleted: end any grace round for it.
+    /// A key was written or deleted: end any grace round for it, and
+    /// release requests parked waiting for it (`-o coalesce`).
     #[inline]
     pub fn note_write(&self, key: &[u8]) {
         if self.settings.grace.enabled() {
             self.winners.on_write(key);
+            if self.coalescer.enabled() {
+                self.coalescer.on_write(key);
+            }
         }
     }
 

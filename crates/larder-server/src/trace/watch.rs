@@ -82,9 +82,9 @@ use crate::net::registry::{ConnInfo, ConnState};
 use crate::net::stream::Stream;
 use larder_observe::watch::{self as enc, GetStatus, StoreCmd, StoreStatus, Timestamp, WatchFlags};
 use larder_store::{DepartedItem, Lookup, Mode, Store, StoreResult, Time};
-use mio::{Events, Interest, Poll, Token, Waker};
+use mio::{Events, Poll, Token, Waker};
 use std::cell::{Cell, RefCell};
-use std::io::{self, Read, Write};
+use std::io;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -627,6 +627,12 @@ impl Watcher {
 
     /// Write what the socket takes; false when the connection is gone.
     fn flush(&mut self) -> bool {
+        // TLS records encrypted earlier go first.
+        match self.stream.send_pending() {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+            Err(_) => return false,
+        }
         while self.start < self.out.len() {
             match stream_write(&mut self.stream, &self.out[self.start..]) {
                 Ok(0) => return false,
@@ -657,32 +663,19 @@ impl Watcher {
 }
 
 fn stream_write(s: &mut Stream, b: &[u8]) -> io::Result<usize> {
-    match s {
-        Stream::Tcp(s) => s.write(b),
-        Stream::Unix(s) => s.write(b),
-    }
+    s.write(b)
 }
 
 fn stream_read(s: &mut Stream, b: &mut [u8]) -> io::Result<usize> {
-    match s {
-        Stream::Tcp(s) => s.read(b),
-        Stream::Unix(s) => s.read(b),
-    }
+    s.read(b)
 }
 
 fn register(poll: &Poll, s: &mut Stream, token: Token) -> io::Result<()> {
-    let interest = Interest::READABLE | Interest::WRITABLE;
-    match s {
-        Stream::Tcp(s) => poll.registry().register(s, token, interest),
-        Stream::Unix(s) => poll.registry().register(s, token, interest),
-    }
+    s.register_both(poll.registry(), token)
 }
 
 fn deregister(poll: &Poll, s: &mut Stream) {
-    let _ = match s {
-        Stream::Tcp(s) => poll.registry().deregister(s),
-        Stream::Unix(s) => poll.registry().deregister(s),
-    };
+    let _ = s.deregister(poll.registry());
 }
 
 /// Start the logger thread (at server start unless `-W`: like memcached's,

@@ -83,7 +83,7 @@ pub fn handshake(buf: &[u8], check: impl FnOnce(&[u8], &[u8]) -> bool) -> AuthSt
     let line_len = nl + 1;
     let line = words(&buf[..nl]);
     let size = match (line.first(), line.get(4)) {
-        (Some(&b"set"), Some(n)) => c_strtoul(n),
+        (Some(&b"set"), Some(n)) => larder_proto::text::safe_u32(n),
         _ => None,
     };
     let Some(size) = size else {
@@ -114,50 +114,6 @@ pub fn handshake(buf: &[u8], check: impl FnOnce(&[u8], &[u8]) -> bool) -> AuthSt
 fn words(s: &[u8]) -> Vec<&[u8]> {
     let s = s.split(|&b| b == 0).next().unwrap_or(&[]);
     s.split(|&b| b == b' ').filter(|w| !w.is_empty()).take(5).collect()
-}
-
-/// C's `isspace`.
-fn c_space(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
-}
-
-/// memcached's `safe_strtoul` on a 64-bit system: `strtoul` (leading
-/// spaces, a sign, decimal digits, refused on overflow), followed by a space
-/// or the end; a negative number is refused when it wraps to a large one;
-/// the result is then cut to 32 bits (so `4294967303` reads as 7).
-fn c_strtoul(w: &[u8]) -> Option<u32> {
-    let mut i = w.iter().take_while(|&&b| c_space(b)).count();
-    let negative = match w.get(i) {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
-    let digits = w[i..].iter().take_while(|b| b.is_ascii_digit()).count();
-    if digits == 0 {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &d in &w[i..i + digits] {
-        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-    }
-    match w.get(i + digits) {
-        None => {}
-        Some(&b) if c_space(b) => {}
-        Some(_) => return None,
-    }
-    if negative {
-        v = v.wrapping_neg();
-        if (v as i64) < 0 {
-            return None;
-        }
-    }
-    Some(v as u32)
 }
 
 #[cfg(test)]
@@ -202,12 +158,12 @@ mod tests {
 
     #[test]
     fn strtoul() {
-        assert_eq!(c_strtoul(b"7\r"), Some(7));
-        assert_eq!(c_strtoul(b"+7"), Some(7));
-        assert_eq!(c_strtoul(b"-0"), Some(0));
-        assert_eq!(c_strtoul(b"-1"), None);
-        assert_eq!(c_strtoul(b"7x"), None);
-        assert_eq!(c_strtoul(b"\r"), None);
-        assert_eq!(c_strtoul(b"99999999999999999999"), None);
+        assert_eq!(larder_proto::text::safe_u32(b"7\r"), Some(7));
+        assert_eq!(larder_proto::text::safe_u32(b"+7"), Some(7));
+        assert_eq!(larder_proto::text::safe_u32(b"-0"), Some(0));
+        assert_eq!(larder_proto::text::safe_u32(b"-1"), None);
+        assert_eq!(larder_proto::text::safe_u32(b"7x"), None);
+        assert_eq!(larder_proto::text::safe_u32(b"\r"), None);
+        assert_eq!(larder_proto::text::safe_u32(b"99999999999999999999"), None);
     }
 }

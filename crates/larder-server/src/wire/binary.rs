@@ -4,17 +4,22 @@
 //! still spoken by some clients and by memcached's UDP tests). Replies echo
 //! the request's raw opcode and opaque; quiet opcodes stay silent on success
 //! (quiet gets: on a miss); errors are always sent. See
-//! `larder_proto::binary` for the per-opcode contract this follows.
+//! `larder_proto::binary` for the per-opcode contract this follows. Under
+//! `-S` the SASL commands come here too ([`sasl`]); which requests an
+//! unauthenticated connection may make is the parser's decision
+//! (`binary::parse_sasl`).
 
 use crate::exec::output::{Output, REPLY_HEAD};
 use crate::exec::{self, After, Ctx};
 use larder_observe::watch::StoreCmd;
-use larder_proto::binary::{self, BinParsed, BinRequest, Command, Extras, Status};
+use larder_proto::binary::{self, BinParsed, BinRequest, Command, Extras, ResponseHead, SaslRequest, Status};
 use larder_store::{DeleteOutcome, Mode, StoreResult, WriteOptions};
 
 /// What to do with the bytes at the front of a binary connection's buffer.
 pub enum BinStep<'a> {
     Run(BinRequest<'a>, usize),
+    /// A SASL command (`-S`), for [`sasl`].
+    Sasl(SaslRequest<'a>, usize),
     Skip { consumed: usize, swallow: usize, close: bool },
     Wait(Option<usize>),
     Close,
@@ -24,6 +29,7 @@ pub enum BinStep<'a> {
 pub fn triage<'a>(cx: &mut Ctx<'_>, parsed: BinParsed<'a>, out: &mut Output) -> BinStep<'a> {
     match parsed {
         BinParsed::Request { request, consumed } => BinStep::Run(request, consumed),
+        BinParsed::Sasl { request, consumed } => BinStep::Sasl(request, consumed),
         BinParsed::Incomplete { needed } => BinStep::Wait(needed),
         BinParsed::Error { response_status, opcode, opaque, consumed, swallow, close, unlink_key } => {
             // Only a too-large set names its key (memcached 1.6.18 crashes
@@ -51,11 +57,17 @@ pub fn execute(cx: &mut Ctx<'_>, req: BinRequest<'_>, out: &mut Output) -> After
                 Extras::Touch { exptime } => Some(cx.expiry(exptime as i64)),
                 _ => None,
             };
-            let hit = exec::read::read(cx, req.key, touch, |item, cas| {
+            let read = exec::read::read(cx, req.key, touch, |item, cas| {
                 if out.reserve(item.value.len() + REPLY_HEAD) {
                     binary::get_hit(out, op, req.opaque, cas, item.flags, req.key, item.value);
                 }
             });
+            let hit = read == exec::read::Read::Hit;
+            if read == exec::read::Read::Parked {
+                // Runs again once released; its reply is begun again then.
+                out.forget_responses(1);
+                return After::Parked(0);
+            }
             if out.take_refused() {
                 binary::error_message(out, op, Status::OutOfMemory, req.opaque, b"out of memory writing get response");
             } else if !hit && !quiet {
@@ -102,6 +114,20 @@ pub fn execute(cx: &mut Ctx<'_>, req: BinRequest<'_>, out: &mut Output) -> After
         Command::Stat => stat(cx, &req, out),
     }
     After::Continue
+}
+
+/// `SASL_LIST_MECHS` / `SASL_AUTH` / `SASL_STEP`: run by `exec::sasl` for
+/// the connection's `auth`, encoded as memcached does (cas 0, the request's
+/// opcode and opaque).
+pub fn sasl(cx: &mut Ctx<'_>, auth: &mut exec::sasl::ConnAuth, req: &SaslRequest<'_>, out: &mut Output) {
+    use exec::sasl::SaslReply;
+    let (status, body): (Status, &[u8]) = match exec::sasl::sasl(cx, auth, req) {
+        SaslReply::Mechanisms(list) => (Status::Success, list),
+        SaslReply::Authenticated => (Status::Success, b"Authenticated"),
+        SaslReply::Continue(challenge) => (Status::AuthContinue, challenge),
+        SaslReply::Failed => (Status::AuthError, Status::AuthError.message()),
+    };
+    binary::response(out, ResponseHead::new(req.opcode, status, req.opaque, 0), &[], &[], body);
 }
 
 fn store(cx: &mut Ctx<'_>, req: &BinRequest<'_>, out: &mut Output) {

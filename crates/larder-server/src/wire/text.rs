@@ -119,7 +119,16 @@ pub fn execute(cx: &mut Ctx<'_>, req: Request<'_>, out: &mut Output, resume: usi
         // `lru_crawler metadump` and `watch` take over the connection and
         // are handled by the session before it gets here. The rest are
         // memcached subsystems larder does not have (slab mover, LRU
-        // tuning, extstore, TLS): memcached's `ERROR` for an unknown command.
+        // tuning, extstore): memcached's `ERROR` for an unknown command.
+        Request::Admin { command: AdminCommand::RefreshCerts, args } => {
+            // memcached: noreply silences the OK, never the error.
+            let noreply = args.split(|&b| b == b' ').rfind(|w| !w.is_empty()) == Some(&b"noreply"[..]);
+            match exec::admin::refresh_certs(cx) {
+                Ok(()) if !noreply => out.extend_from_slice(reply::OK),
+                Ok(()) => {}
+                Err(msg) => reply::line(out, &msg),
+            }
+        }
         Request::Admin { command, args: _ } => match command {
             AdminCommand::Slabs
             | AdminCommand::Lru
@@ -150,7 +159,12 @@ fn get_many(
         let room = i == 0 || out.start_response();
         if room {
             begun += 1;
-            get_one(cx, key, cas, touch, out);
+            if get_one(cx, key, cas, touch, out) == exec::read::Read::Parked {
+                // Nothing of this key was answered: it runs again, from here,
+                // and begins its reply again then.
+                out.forget_responses(1);
+                return After::Parked(i);
+            }
         }
         if !room || out.take_refused() {
             // No room for this reply (the connection budget, or memcached's
@@ -172,12 +186,12 @@ fn get_many(
 }
 
 /// One key of a get/gets/gat/gats: the value line on a hit, nothing on a miss.
-fn get_one(cx: &mut Ctx<'_>, key: &[u8], cas: bool, touch: Option<larder_store::Time>, out: &mut Output) {
+fn get_one(cx: &mut Ctx<'_>, key: &[u8], cas: bool, touch: Option<larder_store::Time>, out: &mut Output) -> exec::read::Read {
     exec::read::read(cx, key, touch, |item, visible_cas| {
         if out.reserve(item.value.len() + REPLY_HEAD) {
             reply::value(out, key, item.flags, item.value, cas.then_some(visible_cas));
         }
-    });
+    })
 }
 
 fn arith_reply(outcome: exec::arith::Counted, out: &mut Output) {

@@ -13,3 +13,5 @@ pub use larder_testkit::*;
 pub fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_larder")
 }
+
+pub mod sasl;
