@@ -129,6 +129,7 @@ mod segment;
 mod shard;
 mod snapshot;
 mod ttl;
+mod written;
 
 pub use conditional::{ArithOutcome, DeleteOutcome};
 pub use meta::{MetaGet, MetaItem, WriteOptions};
@@ -651,7 +652,7 @@ impl Store {
             s.index_used += g.index.used() as u64;
             s.evicted_nonzero += c.evicted_nonzero;
             s.last_eviction = s.last_eviction.max(c.last_eviction);
-            let born = g.segs.oldest_first().map(|id| g.segs.get(id)).filter(|seg| seg.live_items > 0).map(|seg| seg.born).min();
+            let born = g.segs.oldest_first().map(|id| g.segs.get(id)).filter_map(|seg| seg.born()).min();
             s.oldest_born = s.oldest_born.into_iter().chain(born).min();
         }
         s.segments_total = s.segments_used + self.pool.spare_segments() as u64;
@@ -693,9 +694,9 @@ impl Store {
         };
         self.pool.set_exhausted(false);
         if large.is_some() {
-            return Some(l.g.install(buf, self.pool.next_gen(), true, slot, &self.pool, now));
+            return Some(l.g.install(buf, self.pool.next_gen(), true, slot, &self.pool));
         }
-        l.g.install(buf, self.pool.next_gen(), false, slot, &self.pool, now);
+        l.g.install(buf, self.pool.next_gen(), false, slot, &self.pool);
         Some(l.g.append(size, slot).expect("fits in a fresh segment"))
     }
 

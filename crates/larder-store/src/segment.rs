@@ -15,6 +15,7 @@
 //! queue entries that are skipped (their generation no longer matches).
 
 use crate::index::MAX_SEG_ID;
+use crate::written::WriteTimes;
 use crate::Time;
 
 /// `n` bytes rounded up to whole 4 KiB pages.
@@ -41,20 +42,10 @@ pub struct Segment {
     /// holds items that survived an eviction. New writes go to segments
     /// without this flag (the small queue).
     pub main: bool,
-    /// When the oldest data here was first written: the segment's
-    /// installation, or earlier for items moved in from older segments
-    /// (they bring their segment's time). `stats items` `age` is the
-    /// oldest of these among segments holding live items.
-    pub born: Time,
-    /// The segment's own installation time (`born` before anything moved in).
-    pub own_born: Time,
-    /// Where the items moved in since `born` last went back to `own_born`
-    /// start (`u32::MAX`: none), and how many of them live: once all are
-    /// gone, `born` is `own_born` again. Without this a segment that once
-    /// took in old survivors kept their time for as long as it lived, and
-    /// `age` stayed old after those items were deleted.
-    pub moved_from: u32,
-    pub moved_live: u32,
+    /// When the items here were written, by region of offsets (items moved
+    /// in from older segments bring their time): `stats items` `age` is the
+    /// oldest among segments holding live items.
+    pub times: WriteTimes,
 }
 
 impl Segment {
@@ -70,34 +61,13 @@ impl Segment {
             max_exp: 0,
             cas: 0,
             main: false,
-            born: 0,
-            own_born: 0,
-            moved_from: u32::MAX,
-            moved_live: 0,
+            times: WriteTimes::default(),
         }
     }
 
-    /// An item moved in at offset `off`, from a segment born at `born`.
-    pub fn took_moved(&mut self, off: usize, born: Time) {
-        self.born = self.born.min(born);
-        if self.moved_from == u32::MAX {
-            self.moved_from = off as u32;
-        }
-        self.moved_live += 1;
-    }
-
-    /// The item at offset `off` is no longer live here: if it was the last
-    /// of those moved in, the segment's time is its own again. (An item
-    /// compacted below `moved_from` is not counted out: `born` then stays
-    /// the older time, which only overstates `age`.)
-    pub fn item_gone(&mut self, off: u32) {
-        if off >= self.moved_from && self.moved_live > 0 {
-            self.moved_live -= 1;
-            if self.moved_live == 0 {
-                self.born = self.own_born;
-                self.moved_from = u32::MAX;
-            }
-        }
+    /// The write time of the oldest live item here (see [`WriteTimes`]).
+    pub fn born(&self) -> Option<Time> {
+        self.times.oldest_live()
     }
 
     pub fn free_space(&self) -> usize {

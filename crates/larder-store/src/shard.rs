@@ -20,6 +20,7 @@ use crate::item::{self, Header};
 use crate::pool::Pool;
 use crate::ttl::{self, Slot, TTL_CLASSES};
 use crate::segment::{SegTable, Segment};
+use crate::written::WriteTimes;
 use crate::{Item, Time};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -367,7 +368,7 @@ impl Shard {
         let seg = self.segs.get_mut(loc.seg);
         seg.live_bytes -= size;
         seg.live_items -= 1;
-        seg.item_gone(loc.off);
+        seg.times.gone(loc.off);
         self.st.live_bytes -= size as u64;
         self.st.curr_items -= 1;
         match why {
@@ -393,9 +394,12 @@ impl Shard {
         self.st.last_eviction = Some((now, h.idle(now)));
     }
 
-    fn account_live(&mut self, loc: Loc, size: usize, exptime: Time, count_total: bool) {
+    fn account_live(&mut self, loc: Loc, size: usize, exptime: Time, count_total: bool, now: Time) {
         let seg = self.segs.get_mut(loc.seg);
         seg.note_exptime(exptime);
+        // Under the shard lock from `append` to here: items are counted in
+        // the order they were placed, as `WriteTimes` needs.
+        seg.times.wrote(loc.off, now);
         seg.live_bytes += size;
         seg.live_items += 1;
         self.st.live_bytes += size as u64;
@@ -507,11 +511,9 @@ impl Shard {
     /// written there before and after it. Without room there, its own fresh
     /// generation is above everything so far, and the next regular write
     /// goes to a fresh segment with a higher one still.
-    pub fn install(&mut self, buf: Box<[u8]>, gen: u64, large: bool, slot: usize, pool: &Pool, now: Time) -> Loc {
+    pub fn install(&mut self, buf: Box<[u8]>, gen: u64, large: bool, slot: usize, pool: &Pool) -> Loc {
         self.max_gen = self.max_gen.max(gen);
         let mut seg = Segment::new(buf, gen, large);
-        seg.born = now;
-        seg.own_born = now;
         self.st.written_bytes += seg.write_off as u64;
         if large {
             seg.cas = gen << 24;
@@ -542,7 +544,7 @@ impl Shard {
     pub fn commit(&mut self, h: u64, loc: Loc, old: Option<Loc>, count_total: bool, env: &Env<'_>) -> bool {
         let pool = env.pool;
         let hdr = self.header(loc);
-        self.account_live(loc, hdr.total(), hdr.exptime, count_total);
+        self.account_live(loc, hdr.total(), hdr.exptime, count_total, env.now);
         self.last_replaced = 0;
         if let Some((pos, old)) = old.and_then(|o| self.find_moved(h, o, loc)) {
             self.index.replace(pos, loc);
@@ -749,24 +751,24 @@ impl Shard {
     }
 
     /// Moves the surviving item at `loc` (header `h`, in victim `victim`)
-    /// to the open main segment or, failing that, to offset `*compact` of
+    /// to the open main segment or, failing that, to offset `compact.next` of
     /// the victim, carrying its CAS; points its index slot (`pos`) at the
     /// copy with counter `nf` (see [`survivor_freq_sized`]). `false` if it fits
     /// nowhere (moved items grow by their CAS field, and compaction in
     /// place must not overwrite items not yet walked): it then dies like
     /// the others.
-    fn keep_moved(&mut self, victim: u32, loc: Loc, h: &Header, nf: u8, pos: Pos, compact: &mut Option<usize>) -> bool {
+    fn keep_moved(&mut self, victim: u32, loc: Loc, h: &Header, nf: u8, pos: Pos, compact: &mut Compact) -> bool {
         let size = h.total();
         let cas = self.cas(loc);
         let (hdr, hlen) = item::moved_header(self.segs.bytes(victim, loc.off), cas);
         let body = size - h.key_off;
         let new_size = hlen + body;
         let main = self.open_main;
-        let dst = if compact.is_none() && main != 0 && main != victim && self.segs.get(main).free_space() >= new_size {
-            let born = self.segs.get(victim).born;
+        let written = self.segs.get(victim).times.time_at(loc.off);
+        let dst = if compact.next.is_none() && main != 0 && main != victim && self.segs.get(main).free_space() >= new_size {
             let m = self.segs.get_mut(main);
             let d = m.write_off;
-            m.took_moved(d, born);
+            m.times.wrote(d as u32, written);
             m.write_off += new_size;
             m.live_bytes += new_size;
             m.live_items += 1;
@@ -774,15 +776,16 @@ impl Shard {
             let v = self.segs.get_mut(victim);
             v.live_bytes -= size;
             v.live_items -= 1;
-            v.item_gone(loc.off);
+            v.times.gone(loc.off);
             self.st.written_bytes += new_size as u64;
             Loc { seg: main, off: d as u32 }
         } else {
-            let d = compact.unwrap_or(0);
+            let d = compact.next.unwrap_or(0);
             if d + new_size > loc.off as usize + size {
                 return false;
             }
-            *compact = Some(d + new_size);
+            compact.next = Some(d + new_size);
+            compact.times.wrote(d as u32, written);
             let v = self.segs.get_mut(victim);
             v.live_bytes += new_size - size;
             Loc { seg: victim, off: d as u32 }
@@ -837,8 +840,7 @@ impl Shard {
         for o in self.open.iter_mut().filter(|o| **o == id) {
             *o = 0;
         }
-        // Where in-place compaction writes next, once it has started.
-        let mut compact: Option<usize> = None;
+        let mut compact = Compact::default();
         let mut off = 0;
         while off < end {
             if self.segs.get(id).buf[off] == item::PAD {
@@ -875,7 +877,7 @@ impl Shard {
             }
             off += size;
         }
-        let Some(len) = compact else {
+        let Some(len) = compact.next else {
             debug_assert_eq!(self.segs.get(id).live_items, 0);
             return Some(self.remove_segment(id));
         };
@@ -884,6 +886,7 @@ impl Shard {
         let seg = self.segs.get_mut(id);
         self.st.written_bytes -= (seg.write_off - len) as u64;
         seg.write_off = len;
+        seg.times = compact.times;
         seg.main = true;
         self.segs.requeue(id, gen);
         let prev = std::mem::replace(&mut self.open_main, id);
@@ -893,6 +896,17 @@ impl Shard {
         self.publish();
         None
     }
+}
+
+/// In-place compaction of an eviction victim (see
+/// [`Shard::evict_keeping`]), once it has started.
+#[derive(Default)]
+struct Compact {
+    /// Where the next kept item goes.
+    next: Option<usize>,
+    /// The write times of the items kept so far, at their new offsets: the
+    /// victim's own, until the walk ends, still describe the old ones.
+    times: WriteTimes,
 }
 
 /// What one eviction pass charges an item of `size` bytes, in hits, when the
@@ -966,7 +980,7 @@ mod tests {
                 None => {
                     let buf = self.pool.segment().unwrap();
                     let gen = self.pool.next_gen();
-                    self.sh.install(buf, gen, false, slot, &self.pool, now);
+                    self.sh.install(buf, gen, false, slot, &self.pool);
                     self.sh.append(size, slot).unwrap()
                 }
             };
@@ -991,9 +1005,15 @@ mod tests {
         }
     }
 
-    /// The write time of the oldest live data, as `Store::stats` finds it.
+    /// The write time of the oldest live data, as `Store::stats` finds it
+    /// (checking on the way that every segment's write times count its
+    /// live items).
     fn oldest_born(sh: &Shard) -> Option<Time> {
-        sh.segs.oldest_first().map(|id| sh.segs.get(id)).filter(|s| s.live_items > 0).map(|s| s.born).min()
+        for id in sh.segs.oldest_first() {
+            let s = sh.segs.get(id);
+            assert_eq!(s.times.live(), s.live_items, "segment {id}: {:?}", s.times);
+        }
+        sh.segs.oldest_first().map(|id| sh.segs.get(id)).filter_map(|s| s.born()).min()
     }
 
     #[test]
@@ -1022,6 +1042,32 @@ mod tests {
         let st = &f.sh.st;
         assert_eq!(st.evictions, 2);
         assert_eq!(st.last_eviction, Some((60, 50)), "fill-a, written and last read at 10");
+    }
+
+    #[test]
+    fn a_late_write_to_an_old_segment_brings_its_own_time() {
+        // A segment installed at 10 still takes writes at 50: one of those
+        // that survives an eviction must not make its new segment look as
+        // old as 10 (it used to take the whole segment's time along).
+        let mut f = Fixture::new();
+        let old = f.put(b"old", &[1; 100], 0, 10);
+        let late = f.put(b"late", &[2; 100], 0, 50);
+        f.put(b"fill", &[0; 3700], 0, 50);
+        assert_eq!(old.seg, late.seg);
+        let Found::Live(pos, _) = f.sh.lookup(f.hasher.hash(b"late"), b"late", 55, &f.pool) else { panic!() };
+        f.sh.index.bump(pos);
+        f.sh.close_open(&f.pool);
+        // `old` dies unread; `late` is kept (compacted in place: the segment
+        // becomes the open main one, its times rebuilt).
+        assert!(f.sh.evict_keeping(old.seg, 60, &f.pool, false).is_none());
+        assert_eq!(f.get(b"late", 60).unwrap(), vec![2; 100]);
+        assert_eq!(f.get(b"old", 60), None);
+        assert_eq!(oldest_born(&f.sh), Some(50), "only `late`, written at 50, is left");
+        f.put(b"new", &[3; 100], 0, 70);
+        assert_eq!(oldest_born(&f.sh), Some(50));
+        let Found::Live(pos, loc) = f.sh.lookup(f.hasher.hash(b"late"), b"late", 80, &f.pool) else { panic!() };
+        f.sh.unlink(pos, loc, Why::Deleted, &f.pool);
+        assert_eq!(oldest_born(&f.sh), Some(70));
     }
 
     #[test]
@@ -1060,7 +1106,7 @@ mod tests {
         // A large object leaves a pad byte in the open segment.
         let big = f.pool.large(5000).unwrap();
         let gen = f.pool.next_gen();
-        let l = f.sh.install(big, gen, true, ttl::NO_EXPIRY, &f.pool, 1);
+        let l = f.sh.install(big, gen, true, ttl::NO_EXPIRY, &f.pool);
         assert!(f.sh.cas(l) > f.sh.cas(x));
         f.put(b"after", b"5", 0, 1);
         assert_eq!(f.sh.segs.bytes(x.seg, 0).iter().filter(|&&b| b == item::PAD).count(), 1);
