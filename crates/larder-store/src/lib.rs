@@ -120,6 +120,7 @@ mod dump;
 mod evict;
 #[cfg(test)]
 mod evict_tests;
+mod ghost;
 mod hash;
 mod index;
 mod item;
@@ -160,8 +161,8 @@ const SEGMENTS_PER_SHARD: usize = 256;
 /// at -m 7 one to four shards missed more on orm-busy (0.277 against 0.267
 /// with 8), whose small queues, rounded up per shard, are bigger.
 const ONE_SHARD_BELOW: usize = 64;
-/// Bytes of the memory limit per ghost entry (4 bytes: 0.2% of the
-/// limit). With 4000-byte values that remembers about twice as many keys as
+/// Bytes of the memory limit per ghost entry at most (4 bytes: 0.2% of the
+/// limit; the table starts at 1/32 of that and grows with use, see ghost.rs). With 4000-byte values that remembers about twice as many keys as
 /// the cache holds, as S3-FIFO's ghost wants; with small values fewer.
 const GHOST_BYTES: usize = 2048;
 /// Smallest segment accepted.
@@ -263,9 +264,9 @@ impl Store {
         let nshards = if segments < ONE_SHARD_BELOW { 1 } else { (segments / 8).clamp(1, CONCURRENCY_SHARDS) };
         let nshards = nshards.max((segments / SEGMENTS_PER_SHARD).min(MAX_SHARDS));
         let nshards = 1 << (usize::BITS - 1 - nshards.leading_zeros());
-        // The ghost filters: one 4-byte entry per GHOST_BYTES of the limit,
-        // a power of two per shard, allocated on a shard's first eviction
-        // from its small queue (see `Shard::set_ghost`).
+        // The ghost filters: at most one 4-byte entry per GHOST_BYTES of
+        // the limit, a power of two per shard, allocated small on a shard's
+        // first eviction from its small queue, grown as it is hit (ghost.rs).
         let ghost_entries = (memory_limit / nshards / GHOST_BYTES).next_power_of_two().max(64);
         let index_bytes = nshards * Index::bytes_for(INITIAL_BUCKETS);
         if memory_limit < segment_size + index_bytes {

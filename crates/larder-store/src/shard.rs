@@ -20,6 +20,7 @@ use crate::item::{self, Header};
 use crate::pool::Pool;
 use crate::ttl::{self, Slot, TTL_CLASSES};
 use crate::segment::{SegTable, Segment};
+use crate::ghost::Ghost;
 use crate::written::WriteTimes;
 use crate::{Item, Time};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
@@ -131,17 +132,8 @@ pub(crate) struct Shard {
     /// the memory, which would let them pay almost nothing and charge the
     /// new ones many hits — calcification, which evict_tests.rs checks.
     write_mean: u64,
-    /// Ghost filter: fingerprints of keys that died in the small queue,
-    /// direct-mapped (a power of two long, or empty: none). A key written
-    /// again while its ghost is here starts with one hit, so it survives
-    /// the small queue (S3-FIFO's "a ghost hit goes straight to main",
-    /// without needing room in main at write time). Its bytes are reserved
-    /// from the budget by the store.
-    ghost: Box<[u32]>,
-    /// Ghosts recorded (see `ghost_add`).
-    ghost_clock: u32,
-    /// Entries of the ghost once allocated (0: no ghost).
-    ghost_entries: usize,
+    /// Keys that died in the small queue (see [`Ghost`]).
+    ghost: Ghost,
 }
 
 /// Fixed-point fraction bits of `Shard::write_mean`.
@@ -170,68 +162,18 @@ impl Shard {
             last_replaced: 0,
             evict_rng: 0,
             write_mean: 0,
-            ghost: Box::default(),
-            ghost_clock: 0,
-            ghost_entries: 0,
+            ghost: Ghost::default(),
         }
     }
 
     /// Bytes of the ghost filter.
     pub fn ghost_bytes(&self) -> usize {
-        self.ghost.len() * 4
+        self.ghost.bytes()
     }
 
-    /// Gives the shard a ghost filter of `entries` (a power of two).
-    /// Allocated (and its bytes reserved from the budget) when the shard
-    /// first evicts from its small queue: a cache that never does (large
-    /// objects only, or nothing evicted yet) pays nothing for it — memcached's
-    /// t/lru.t counts the evictions of 1 MB values at -m 64 exactly.
+    /// Gives the shard a ghost filter of at most `entries` (a power of two).
     pub fn set_ghost(&mut self, entries: usize) {
-        debug_assert!(entries.is_power_of_two());
-        self.ghost_entries = entries;
-    }
-
-    /// Slot and 24-bit fingerprint of hash `h` in the ghost (one false
-    /// ghost hit per 16 million new keys at most).
-    fn ghost_slot(&self, h: u64) -> (usize, u32) {
-        // Low bits pick the slot; the index's tag and the shard choice use
-        // the top bits, the fingerprint bits 32..56.
-        ((h as usize) & (self.ghost.len() - 1), (h >> 32) as u32 & 0xFF_FFFF)
-    }
-
-    /// Records `h` as a ghost: its fingerprint (high 24 bits) and the
-    /// ghost clock, which counts ghosts recorded, in units of 256 (low 8).
-    fn ghost_add(&mut self, h: u64, pool: &Pool) {
-        if self.ghost.is_empty() && self.ghost_entries > 0 {
-            // Once per shard; the next allocation evicts to pay it back.
-            pool.force_reserve(self.ghost_entries * 4);
-            self.ghost = vec![0u32; self.ghost_entries].into_boxed_slice();
-        }
-        if !self.ghost.is_empty() {
-            let (i, fp) = self.ghost_slot(h);
-            self.ghost_clock = self.ghost_clock.wrapping_add(1);
-            self.ghost[i] = (fp << 8) | ((self.ghost_clock >> 8) & 0xFF);
-        }
-    }
-
-    /// Whether `h` is a ghost (then it no longer is). Only about the last
-    /// `curr_items` ghosts count (to the clock's 256-ghost unit, at most
-    /// 65,280): S3-FIFO's ghost remembers as many keys as the cache holds.
-    /// A table sized by bytes alone remembers many times that with big
-    /// values, and then nearly every miss is a ghost hit, which turns the
-    /// small queue's filter off (evict_tests.rs' Zipf phases lost 0.01).
-    fn ghost_take(&mut self, h: u64) -> bool {
-        if self.ghost.is_empty() {
-            return false;
-        }
-        let (i, fp) = self.ghost_slot(h);
-        let g = self.ghost[i];
-        let age = ((self.ghost_clock >> 8).wrapping_sub(g) & 0xFF) as u64;
-        let found = g != 0 && g >> 8 == fp && (age << 8) < self.st.curr_items.min(0xFFFF);
-        if found {
-            self.ghost[i] = 0;
-        }
-        found
+        self.ghost = Ghost::new(entries);
     }
 
     fn publish(&self) {
@@ -553,7 +495,7 @@ impl Shard {
             self.free_if_empty(old.seg, pool);
             true
         } else if self.link_new(h, loc, env) {
-            if self.ghost_take(h) {
+            if self.ghost.take(h, self.st.curr_items, pool) {
                 if let Some(pos) = self.index.find_loc(h, loc) {
                     self.index.relocate(pos, loc, 1);
                 }
@@ -867,7 +809,7 @@ impl Shard {
                     } else {
                         self.note_eviction(&h, now);
                         if !from_main && !keep_all {
-                            self.ghost_add(key_hash, pool);
+                            self.ghost.add(key_hash, pool);
                         }
                         Why::Evicted
                     };
@@ -1230,7 +1172,7 @@ mod tests {
         f.put(b"a", &[1; 100], 0, 1);
         assert_eq!(freq(&mut f, b"a"), 1);
         assert_eq!(freq(&mut f, b"c"), 0);
-        assert_eq!(f.sh.ghost.iter().filter(|&&g| g != 0).count(), 1, "only b's ghost is left");
+        assert_eq!(f.sh.ghost.entries(), 1, "only b's ghost is left");
         // An old ghost no longer counts: 600 ghosts later, with one item
         // cached, x's is too old.
         let mut g = Fixture::new();
@@ -1238,7 +1180,7 @@ mod tests {
         let x = g.put(b"x", &[1; 100], 0, 1);
         assert!(g.sh.evict_keeping(x.seg, 1, &g.pool, false).is_some());
         for i in 0..600u64 {
-            g.sh.ghost_add(i.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 64, &g.pool);
+            g.sh.ghost.add(i.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 64, &g.pool);
         }
         g.put(b"x", &[1; 100], 0, 1);
         assert_eq!(freq(&mut g, b"x"), 0, "x's ghost is 600 ghosts old, the cache holds one item");

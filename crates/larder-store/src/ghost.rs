@@ -1,0 +1,187 @@
+//! The ghost filter of a shard: fingerprints of keys that died in the small
+//! queue of segment S3-FIFO (see [`evict`](crate::evict)). A key written
+//! again while its ghost is here starts with one hit, so it survives the
+//! small queue (S3-FIFO's "a ghost hit goes straight to main", without
+//! needing room in main at write time).
+//!
+//! Each entry is 4 bytes, direct-mapped: a 24-bit fingerprint and 8 bits
+//! of the ghost clock (ghosts recorded, in units of 256). Its bytes are
+//! reserved from the memory budget, so they are paid for in segments.
+//!
+//! The table starts small and grows only while it earns its bytes. At
+//! most it has one entry per `GHOST_BYTES` of the limit (lib.rs; 0.2%),
+//! but it starts at [`START_SHARE`] of that, allocated at the shard's first
+//! small-queue eviction, and doubles each time it has served a ghost hit
+//! per [`HITS_PER_GROWTH`] entries since it last grew. A workload whose keys
+//! never come back (a bulk fill, a scan) thus pays 1/32 of it — at -m 256
+//! 2 KiB per shard, which the budget's remainder under one segment
+//! usually covers — where a fixed table cost larder-bench's memory
+//! scenarios 0.002-0.004 of utilization (BENCHMARKS.md). Growing copies
+//! each entry to both of its possible new slots (the new slot bit is not
+//! stored); the copy at the wrong slot only matches a key with that same
+//! 24-bit fingerprint, as any entry can.
+
+use crate::pool::Pool;
+
+/// The table starts at this share of its largest size.
+const START_SHARE: usize = 32;
+/// Entries per ghost hit that make it double.
+const HITS_PER_GROWTH: usize = 8;
+/// Fewest entries of a table.
+const MIN_ENTRIES: usize = 64;
+
+#[derive(Default)]
+pub struct Ghost {
+    /// The entries (a power of two long, or empty: not allocated yet).
+    table: Box<[u32]>,
+    /// Ghosts recorded.
+    clock: u32,
+    /// Entries at most (a power of two; 0: no ghost).
+    max: usize,
+    /// Ghost hits since the table last grew.
+    hits: usize,
+}
+
+impl Ghost {
+    /// A ghost of at most `max` entries (a power of two), allocated on the
+    /// first [`add`](Self::add): a cache that never evicts from its small
+    /// queue (large objects only, or nothing evicted yet) pays nothing for
+    /// it — memcached's t/lru.t counts the evictions of 1 MB values at
+    /// -m 64 exactly.
+    pub fn new(max: usize) -> Ghost {
+        debug_assert!(max == 0 || max.is_power_of_two());
+        Ghost { max, ..Ghost::default() }
+    }
+
+    /// Bytes of the table (reserved from the budget).
+    pub fn bytes(&self) -> usize {
+        self.table.len() * 4
+    }
+
+    /// Slot and 24-bit fingerprint of hash `h` (one false ghost hit per 16
+    /// million new keys at most).
+    fn slot(&self, h: u64) -> (usize, u32) {
+        // Low bits pick the slot; the index's tag and the shard choice use
+        // the top bits, the fingerprint bits 32..56.
+        ((h as usize) & (self.table.len() - 1), (h >> 32) as u32 & 0xFF_FFFF)
+    }
+
+    /// Records `h` as a ghost.
+    pub fn add(&mut self, h: u64, pool: &Pool) {
+        if self.table.is_empty() {
+            if self.max == 0 {
+                return;
+            }
+            self.resize((self.max / START_SHARE).max(MIN_ENTRIES).min(self.max), pool);
+        }
+        let (i, fp) = self.slot(h);
+        self.clock = self.clock.wrapping_add(1);
+        self.table[i] = (fp << 8) | ((self.clock >> 8) & 0xFF);
+    }
+
+    /// Whether `h` is a ghost (then it no longer is). Only about the last
+    /// `items` ghosts count, `items` being what the shard holds (to the
+    /// clock's 256-ghost unit, at most 65,280): S3-FIFO's ghost remembers
+    /// as many keys as the cache holds. A table sized by bytes alone
+    /// remembers many times that with big values, and then nearly every
+    /// miss is a ghost hit, which turns the small queue's filter off
+    /// (evict_tests.rs' Zipf phases lost 0.01).
+    pub fn take(&mut self, h: u64, items: u64, pool: &Pool) -> bool {
+        if self.table.is_empty() {
+            return false;
+        }
+        let (i, fp) = self.slot(h);
+        let g = self.table[i];
+        let age = ((self.clock >> 8).wrapping_sub(g) & 0xFF) as u64;
+        let found = g != 0 && g >> 8 == fp && (age << 8) < items.min(0xFFFF);
+        if found {
+            self.table[i] = 0;
+            self.hits += 1;
+            if self.hits * HITS_PER_GROWTH >= self.table.len() && self.table.len() < self.max {
+                self.resize(self.table.len() * 2, pool);
+            }
+        }
+        found
+    }
+
+    /// Replaces the table by one of `entries` (at least as many), keeping
+    /// what the old one holds. Reserved beyond the budget: the shard's next
+    /// segment allocation evicts to pay it back.
+    fn resize(&mut self, entries: usize, pool: &Pool) {
+        let old = std::mem::take(&mut self.table);
+        pool.force_reserve((entries - old.len()) * 4);
+        let mut table = vec![0u32; entries].into_boxed_slice();
+        if !old.is_empty() {
+            for chunk in table.chunks_mut(old.len()) {
+                chunk.copy_from_slice(&old);
+            }
+        }
+        self.table = table;
+        self.hits = 0;
+    }
+
+    /// Live entries (for tests).
+    #[cfg(test)]
+    pub fn entries(&self) -> usize {
+        self.table.iter().filter(|&&g| g != 0).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A well-mixed 64-bit hash of `i` (splitmix64's finaliser).
+    fn hash(i: u64) -> u64 {
+        let mut z = i.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    #[test]
+    fn starts_small_and_grows_only_with_hits() {
+        let pool = Pool::new(1 << 20, 4096);
+        let mut g = Ghost::new(4096);
+        assert_eq!(g.bytes(), 0);
+        assert!(!g.take(hash(0), 1000, &pool));
+        // Keys that never come back: the table stays at its start.
+        for i in 0..100_000 {
+            g.add(hash(i), &pool);
+        }
+        assert_eq!(g.bytes(), 128 * 4);
+        assert_eq!(pool.used(), 128 * 4, "its bytes are reserved");
+        // Keys that come back: 16 hits (128 / 8) double it, keeping them.
+        let mut hits = 0;
+        let mut i = 1_000_000;
+        while g.bytes() == 128 * 4 {
+            g.add(hash(i), &pool);
+            assert!(g.take(hash(i), 1000, &pool), "{i}");
+            hits += 1;
+            i += 1;
+        }
+        assert_eq!(hits, 16);
+        assert_eq!(g.bytes(), 256 * 4);
+        assert_eq!(pool.used(), 256 * 4);
+        g.add(hash(7), &pool);
+        let before = g.entries();
+        g.resize(512, &pool);
+        assert_eq!(g.entries(), 2 * before, "every entry at both of its possible slots");
+        assert!(g.take(hash(7), 1000, &pool), "a ghost survives growing");
+    }
+
+    #[test]
+    fn grows_to_its_bound_and_no_further() {
+        let pool = Pool::new(1 << 20, 4096);
+        let mut g = Ghost::new(256);
+        for i in 0..10_000 {
+            g.add(hash(i), &pool);
+            g.take(hash(i), 1000, &pool);
+        }
+        assert_eq!(g.bytes(), 256 * 4);
+        let mut none = Ghost::new(0);
+        none.add(hash(1), &pool);
+        assert!(!none.take(hash(1), 1000, &pool));
+        assert_eq!(none.bytes(), 0);
+    }
+}
