@@ -987,8 +987,9 @@ pub struct Stats {
     pub memory_used: u64,
     /// Number of shards (independent locks).
     pub shards: u64,
-    /// When the oldest live data was written (its segment's first write, or earlier for items moved in from older segments);
-    /// `None` with nothing stored.
+    /// When the oldest live item was written (kept per region of a segment,
+    /// see written.rs: never later than the item's write, at most as early
+    /// as a neighbouring region's); `None` with nothing stored.
     pub oldest_born: Option<Time>,
     /// Of `evictions`, items that had an expiry time.
     pub evicted_nonzero: u64,
