@@ -66,7 +66,7 @@
 //! - A ghost filter (issue 16, `ghost.rs`): keys that die in the small queue
 //!   leave a 4-byte entry (24-bit fingerprint, 8-bit clock) in a
 //!   direct-mapped table per shard (at most one entry per 2 KiB of the
-//!   limit, 0.2% of it, counted as index bytes; it starts at 1/32 of that
+//!   limit, 0.2% of it, counted as index bytes; it starts at 1/4 of that
 //!   and doubles as it is hit, so keys that never return cost almost none); a key written again while its ghost is there, and
 //!   younger than about the last `curr_items` ghosts (S3-FIFO's ghost
 //!   size), starts with one hit, so it passes the small queue into main — S3-FIFO's ghost, without needing room in main

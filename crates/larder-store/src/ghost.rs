@@ -10,21 +10,23 @@
 //!
 //! The table starts small and grows only while it earns its bytes. At
 //! most it has one entry per `GHOST_BYTES` of the limit (lib.rs; 0.2%),
-//! but it starts at [`START_SHARE`] of that, allocated at the shard's first
-//! small-queue eviction, and doubles each time it has served a ghost hit
-//! per [`HITS_PER_GROWTH`] entries since it last grew. A workload whose keys
-//! never come back (a bulk fill, a scan) thus pays 1/32 of it — at -m 256
-//! 2 KiB per shard, which the budget's remainder under one segment
-//! usually covers — where a fixed table cost larder-bench's memory
-//! scenarios 0.002-0.004 of utilization (BENCHMARKS.md). Growing copies
+//! but it starts at 1/[`START_SHARE`] of that, allocated at the shard's
+//! first small-queue eviction, and doubles each time it has served a ghost
+//! hit per [`HITS_PER_GROWTH`] entries since it last grew. A workload whose
+//! keys never come back (a bulk fill, a scan) thus pays a quarter of it
+//! (0.05% of the limit). Measured (BENCHMARKS.md, issue 16): the whole
+//! table from the start cost an in-process fill of 8-40 B values at -m 256
+//! about 0.002 of utilization; starting at 1/32 cost orm-busy at working
+//! set ÷ 4 (larder-sim --sizes 4000, -m 42) 0.0013 in miss ratio, 1/4
+//! about 0.001, and neither showed on the other trace points. Growing copies
 //! each entry to both of its possible new slots (the new slot bit is not
 //! stored); the copy at the wrong slot only matches a key with that same
 //! 24-bit fingerprint, as any entry can.
 
 use crate::pool::Pool;
 
-/// The table starts at this share of its largest size.
-const START_SHARE: usize = 32;
+/// The table starts at 1/START_SHARE of its largest size.
+const START_SHARE: usize = 4;
 /// Entries per ghost hit that make it double.
 const HITS_PER_GROWTH: usize = 8;
 /// Fewest entries of a table.
@@ -148,7 +150,7 @@ mod tests {
     #[test]
     fn starts_small_and_grows_only_with_hits() {
         let pool = Pool::new(1 << 20, 4096);
-        let mut g = Ghost::new(4096);
+        let mut g = Ghost::new(512);
         assert_eq!(g.bytes(), 0);
         assert!(!g.take(hash(0), 1000, &pool));
         // Keys that never come back: the table stays at its start.

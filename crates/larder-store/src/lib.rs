@@ -162,7 +162,7 @@ const SEGMENTS_PER_SHARD: usize = 256;
 /// with 8), whose small queues, rounded up per shard, are bigger.
 const ONE_SHARD_BELOW: usize = 64;
 /// Bytes of the memory limit per ghost entry at most (4 bytes: 0.2% of the
-/// limit; the table starts at 1/32 of that and grows with use, see ghost.rs). With 4000-byte values that remembers about twice as many keys as
+/// limit; the table starts at 1/4 of that and grows with use, see ghost.rs). With 4000-byte values that remembers about twice as many keys as
 /// the cache holds, as S3-FIFO's ghost wants; with small values fewer.
 const GHOST_BYTES: usize = 2048;
 /// Smallest segment accepted.
