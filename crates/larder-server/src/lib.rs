@@ -11,7 +11,13 @@
 //! executor runs it against the store (`larder_store`), records it once
 //! (counters in `state::stats`, `watch` lines in `trace::watch`, per-prefix
 //! and hot-key accounting in `trace::observe`) and returns its outcome,
-//! which the front end encodes into the session's output.
+//! which the front end encodes into the session's output. Everything a
+//! request runs with is in its context (`exec::Ctx`): the server, the
+//! worker's counters and its `trace::WorkerTrace` (accounting and `watch`
+//! buffer, owned by the worker and lent to the request), the client's fd,
+//! the time. Store calls go through `Ctx::store`, which hands the store
+//! that worker's sink for what leaves it during the call (evictions,
+//! expiries): no per-thread state is hidden anywhere.
 //!
 //! # Where a change goes
 //!
@@ -163,7 +169,6 @@ pub fn start(p: Prepared, shutdown: Shutdown) -> Result<Running, String> {
     }
     let srv = Arc::new(srv);
     conn::listen::register_listeners(&srv, &bound.listeners, &bound.udp);
-    trace::observe::install_departure_hook(&srv.store, &srv.log, srv.settings.observe.enabled, srv.settings.watch_enabled);
     if srv.settings.watch_enabled {
         trace::watch::start(srv.log.clone(), srv.clone()).map_err(|e| format!("larder: cannot start the logger thread: {e}"))?;
     }

@@ -7,34 +7,12 @@
 
 mod common;
 
-use common::{binary, free_ports, Larder};
+use common::Larder;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn start_with_admin(extra: &[&str]) -> (Larder, u16) {
-    let ports = free_ports(2);
-    let (port, mport) = (ports[0], ports[1]);
-    let child = Command::new(binary())
-        .args(["-p", &port.to_string(), "-U", "0", "-o", &format!("metrics_port={mport}")])
-        .args(common::user_args())
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let l = Larder { child, port };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    for p in [mport, port] {
-        while TcpStream::connect(("127.0.0.1", p)).is_err() {
-            assert!(Instant::now() < deadline, "larder did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-    (l, mport)
-}
 
 /// (head, body) of `GET path`.
 fn get(port: u16, path: &str) -> (String, String) {
@@ -218,7 +196,7 @@ fn value(b: &[u8], i: &mut usize) -> J {
 
 #[test]
 fn page_is_html_and_self_contained() {
-    let (_l, mport) = start_with_admin(&[]);
+    let (_l, mport) = Larder::start_with_admin(&[]);
     let (head, body) = get(mport, "/");
     assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
     assert!(head.contains("Content-Type: text/html; charset=utf-8"), "{head}");
@@ -265,7 +243,7 @@ fn page_is_html_and_self_contained() {
 
 #[test]
 fn api_v1_matches_stats_and_escapes_keys() {
-    let (l, mport) = start_with_admin(&[]);
+    let (l, mport) = Larder::start_with_admin(&[]);
     let mut c = l.connect();
     for i in 0..50 {
         c.expect(format!("set user:{i} 0 0 5\r\nhello\r\n").as_bytes(), b"STORED\r\n");
@@ -343,7 +321,7 @@ fn api_v1_matches_stats_and_escapes_keys() {
 
 #[test]
 fn history_grows_every_two_seconds() {
-    let (l, mport) = start_with_admin(&[]);
+    let (l, mport) = Larder::start_with_admin(&[]);
     let mut c = l.connect();
     let h0 = parse_json(&get(mport, "/api/v1/history").1);
     assert_eq!(h0.get("capacity").num(), 450.0);

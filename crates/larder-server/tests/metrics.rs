@@ -8,12 +8,11 @@
 
 mod common;
 
-use common::{binary, free_ports, require_or_skip, Larder};
+use common::{require_or_skip, Larder};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 fn http_get(port: u16, path: &str) -> String {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
@@ -23,31 +22,6 @@ fn http_get(port: u16, path: &str) -> String {
     out
 }
 
-/// larder with its client port and metrics port distinct (both chosen while
-/// held, so the OS cannot hand out the same one twice).
-fn start_with_metrics(extra: &[&str]) -> (Larder, u16) {
-    let ports = free_ports(2);
-    let (port, mport) = (ports[0], ports[1]);
-    let child = Command::new(binary())
-        .args(["-p", &port.to_string(), "-U", "0", "-o", &format!("metrics_port={mport}")])
-        .args(common::user_args())
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let l = Larder { child, port };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", mport)).is_err() {
-        assert!(Instant::now() < deadline, "metrics listener did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "larder did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    (l, mport)
-}
 
 fn python() -> Option<String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -59,7 +33,7 @@ fn python() -> Option<String> {
 
 #[test]
 fn metrics_endpoint_serves_a_parseable_scrape() {
-    let (l, mport) = start_with_metrics(&["-t", "2"]);
+    let (l, mport) = Larder::start_with_admin(&["-t", "2"]);
     let mut c = l.connect();
     for (k, v) in [("user:1", "a"), ("user:2", "bb"), ("sess:1", "ccc")] {
         c.expect(format!("set {k} 0 0 {}\r\n{v}\r\n", v.len()).as_bytes(), b"STORED\r\n");

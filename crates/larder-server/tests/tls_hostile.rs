@@ -136,6 +136,79 @@ fn garbage_instead_of_a_client_hello_is_refused_at_once() {
     canary_intact(tls);
 }
 
+/// Handshake records carrying `msg` (a handshake message, or the start of
+/// one), in fragments of at most 16,000 bytes.
+fn handshake_records(msg: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for frag in msg.chunks(16_000) {
+        out.extend_from_slice(&[0x16, 0x03, 0x01]);
+        out.extend_from_slice(&(frag.len() as u16).to_be_bytes());
+        out.extend_from_slice(frag);
+    }
+    out
+}
+
+/// A ClientHello header announcing `len` bytes, then `sent` bytes of it.
+fn client_hello_start(len: u32, sent: usize, rng: &mut common::XorShift64) -> Vec<u8> {
+    let mut msg = vec![0x01];
+    msg.extend_from_slice(&len.to_be_bytes()[1..]);
+    msg.extend((0..sent).map(|_| rng.next_u64() as u8));
+    handshake_records(&msg)
+}
+
+/// A client may not choose how much of a handshake message the server
+/// buffers: one announced past rustls's limit (64 KiB) is refused as it
+/// arrives (a megabyte sent on each of 100 connections held open at once,
+/// 100 MiB if it were buffered), and one just under it, sent but for its
+/// last bytes, is held (about 64 KiB each) only until the handshake
+/// timeout.
+#[test]
+fn handshake_messages_cannot_be_made_large() {
+    let (l, tls) = start();
+    store_canary(tls);
+    let mut admin = l.connect();
+    let limit = bound(&mut admin);
+    let mut rng = common::XorShift64(11);
+    let before = rss(&l);
+    let huge = client_hello_start(0xff_ffff, 1 << 20, &mut rng);
+    let mut refused = Vec::new();
+    for _ in 0..100 {
+        let mut s = TcpStream::connect(("127.0.0.1", tls)).unwrap();
+        // The server closes before taking all of it.
+        let _ = s.write_all(&huge);
+        refused.push(s);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let grown = rss(&l).saturating_sub(before);
+    assert!(grown < 16 * MIB, "RSS grew {} MiB for 100 connections sending 1 MiB handshake messages", grown / MIB);
+    for s in &mut refused {
+        let took = closed_within(s, Duration::from_secs(5));
+        assert!(took < Duration::from_secs(2), "closed after {took:?}");
+    }
+    drop(refused);
+    let before = rss(&l);
+    let nearly = client_hello_start(0xf000, 0xf000 - 200, &mut rng);
+    let mut stalled = Vec::new();
+    for _ in 0..100 {
+        let mut s = TcpStream::connect(("127.0.0.1", tls)).unwrap();
+        s.write_all(&nearly).unwrap();
+        stalled.push(s);
+    }
+    // Let the server read it all before measuring.
+    std::thread::sleep(Duration::from_millis(300));
+    let grown = rss(&l).saturating_sub(before);
+    // rustls's handshake buffer and the session's buffers: ~100 KiB each.
+    assert!(grown < 16 * MIB, "RSS grew {} MiB for 100 stalled 60 KiB handshake messages", grown / MIB);
+    assert!(rss(&l) < limit, "RSS {} MiB over {} MiB", rss(&l) / MIB, limit / MIB);
+    canary_intact(tls);
+    for s in &mut stalled {
+        let took = closed_within(s, Duration::from_secs(6));
+        assert!(took <= Duration::from_secs(5), "closed after {took:?}");
+    }
+    assert_eq!(admin.stat("ssl_handshake_errors"), 200);
+    canary_intact(tls);
+}
+
 #[test]
 fn key_update_flood_costs_no_memory_that_stays() {
     let (l, tls) = start();

@@ -10,7 +10,7 @@
 //! expiry, which those protocols return.
 
 use crate::shard::{Found, Why};
-use crate::{arith, item, NewVersion, Store, Time};
+use crate::{arith, item, Departures, NewVersion, Store, Time, Unreported};
 
 /// Outcome of [`Store::delete_if`].
 #[derive(Debug, PartialEq, Eq)]
@@ -41,15 +41,19 @@ impl Store {
 
     /// [`delete_if`](Self::delete_if), with the bytes a delete released.
     pub fn delete_charged(&self, key: &[u8], now: Time, cas: Option<u64>) -> (DeleteOutcome, crate::Charge) {
+        self.delete_to(key, now, cas, &mut Unreported)
+    }
+
+    pub(crate) fn delete_to(&self, key: &[u8], now: Time, cas: Option<u64>, d: &mut dyn Departures) -> (DeleteOutcome, crate::Charge) {
         let h = self.hasher.hash(key);
         let mut l = self.lock(h, now);
-        match l.g.lookup(h, key, now, &self.pool) {
+        match l.g.lookup(h, key, now, &self.pool, d) {
             Found::Live(pos, loc) => {
                 if cas.is_some_and(|c| c != l.g.cas(loc)) {
                     return (DeleteOutcome::Exists, crate::Charge::default());
                 }
                 let released = l.g.header(loc).total() as u64;
-                l.g.unlink(pos, loc, Why::Deleted, &self.pool);
+                l.g.unlink(pos, loc, Why::Deleted, &self.pool, d);
                 (DeleteOutcome::Deleted, crate::Charge { written: 0, released })
             }
             _ => (DeleteOutcome::NotFound, crate::Charge::default()),
@@ -79,10 +83,15 @@ impl Store {
         cas: Option<u64>,
         new_cas: Option<u64>,
     ) -> (ArithOutcome, crate::Charge) {
+        self.arith_to(key, now, crate::reporting::ArithArgs { incr, delta, cas, new_cas }, &mut Unreported)
+    }
+
+    pub(crate) fn arith_to(&self, key: &[u8], now: Time, a: crate::reporting::ArithArgs, d: &mut dyn Departures) -> (ArithOutcome, crate::Charge) {
+        let crate::reporting::ArithArgs { incr, delta, cas, new_cas } = a;
         let none = crate::Charge::default();
         let h = self.hasher.hash(key);
         let mut l = self.lock(h, now);
-        let Found::Live(_, old) = l.g.lookup(h, key, now, &self.pool) else {
+        let Found::Live(_, old) = l.g.lookup(h, key, now, &self.pool, d) else {
             return (ArithOutcome::NotFound, none);
         };
         if cas.is_some_and(|c| c != l.g.cas(old)) {
@@ -98,7 +107,7 @@ impl Store {
         let vlen = arith::new_len(oh.vlen, digits.len());
         let old_cas = l.g.cas(old);
         let size = |cas| item::item_len_cas(key.len(), vlen, oh.flags, cas);
-        let Some((loc, new_cas)) = self.reserve_version(&mut l, now, NewVersion { exptime: oh.exptime, protect: 0, old_cas: Some(old_cas), new_cas }, size) else {
+        let Some((loc, new_cas)) = self.reserve_version(&mut l, now, NewVersion { exptime: oh.exptime, protect: 0, old_cas: Some(old_cas), new_cas }, size, d) else {
             return (ArithOutcome::OutOfMemory, none);
         };
         let size = size(new_cas);
@@ -107,7 +116,7 @@ impl Store {
         arith::write(&mut bytes[voff..], digits);
         // memcached rewrites in place (no new link, total_items unchanged)
         // unless the value grows.
-        if !l.g.commit(h, loc, Some(old), vlen != oh.vlen, &self.env(now)) {
+        if !l.g.commit(h, loc, Some(old), vlen != oh.vlen, &self.env(now), d) {
             return (ArithOutcome::OutOfMemory, none);
         }
         let charge = crate::Charge { written: size as u64, released: l.g.last_replaced };

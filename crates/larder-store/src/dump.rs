@@ -6,20 +6,23 @@
 //!   every live item of one shard with its metadata, under that shard's lock
 //!   only (the server's `lru_crawler metadump` walks the shards one by one).
 //!
-//! * [`Store::set_departure_hook`](crate::Store::set_departure_hook): a
-//!   callback for every item that leaves the store without a client asking
-//!   (eviction, expiry found by a lookup or reclaimed with its segment,
-//!   flush), with its key and the bytes it was charged. It runs under the
-//!   shard's lock, on the thread whose store call caused it; it must be
-//!   quick and must not call the store. It also gets the item's metadata
-//!   ([`DepartedItem`]: value length, expiry, last access, fetched), which
-//!   the server's `watch evictions` lines print. Deletes and replacements are not
-//!   reported (the caller knows them: [`Charge`]).
+//! * [`Departures`]: what a caller is told about every item that leaves the
+//!   store without a client asking (eviction, expiry found by a lookup or
+//!   reclaimed with its segment, flush, the old value a failed `set`
+//!   drops) and every item a move grew, with its key and the bytes it was
+//!   charged. The caller passes its own sink with each call
+//!   ([`Store::reporting`](crate::Store::reporting)): the departures a call
+//!   causes — evictions in other shards included — go to whoever made it,
+//!   so the server's worker reaches its own accounting and log buffer
+//!   without thread-local state. The sink runs under a shard's lock; it
+//!   must be quick and must not call the store. It also gets the item's
+//!   metadata ([`DepartedItem`]: value length, expiry, last access,
+//!   fetched), which the server's `watch evictions` lines print. Deletes
+//!   and replacements are not reported (the caller knows them: [`Charge`]).
+//!   The store's plain methods report to [`Unreported`].
 //!
 //! Kept in its own file so the eviction work in `evict.rs`/`shard.rs`/
 //! `segment.rs` and this module do not touch the same lines.
-
-use std::sync::Arc;
 
 /// Why an item left the store on its own — or, for `Moved`, changed size
 /// without a client asking.
@@ -57,21 +60,41 @@ impl DepartedItem {
     }
 }
 
-/// `(key, item bytes, why, metadata)`: see [`Store::set_departure_hook`](crate::Store::set_departure_hook).
-pub type DepartureHook = Arc<dyn Fn(&[u8], u64, Departure, &DepartedItem) + Send + Sync>;
+/// Told about items that leave the store on their own: see the module docs.
+pub trait Departures {
+    /// `key` left (or, for [`Departure::Moved`], grew) by `bytes`.
+    fn departed(&mut self, key: &[u8], bytes: u64, why: Departure, item: &DepartedItem);
+}
+
+/// The sink of callers that do not follow departures (tests, tools, the
+/// store's plain methods).
+pub struct Unreported;
+
+impl Departures for Unreported {
+    #[inline]
+    fn departed(&mut self, _: &[u8], _: u64, _: Departure, _: &DepartedItem) {}
+}
+
+/// Any closure taking what [`Departures::departed`] takes is a sink.
+impl<F: FnMut(&[u8], u64, Departure, &DepartedItem)> Departures for F {
+    #[inline]
+    fn departed(&mut self, key: &[u8], bytes: u64, why: Departure, item: &DepartedItem) {
+        self(key, bytes, why, item)
+    }
+}
 
 /// Called from `Shard::account_dead`.
 #[inline]
-pub(crate) fn report(hook: &DepartureHook, key: &[u8], h: &crate::item::Header, why: crate::shard::Why) {
+pub(crate) fn report(d: &mut dyn Departures, key: &[u8], h: &crate::item::Header, why: crate::shard::Why) {
     use crate::shard::Why;
-    let d = match why {
+    let why = match why {
         Why::Evicted => Departure::Evicted,
         Why::Expired => Departure::Expired,
         Why::Flushed => Departure::Flushed,
         Why::Dropped => Departure::Dropped,
         Why::Replaced | Why::Deleted => return,
     };
-    hook(key, h.total() as u64, d, &departed(h));
+    d.departed(key, h.total() as u64, why, &departed(h));
 }
 
 fn departed(h: &crate::item::Header) -> DepartedItem {
@@ -81,9 +104,9 @@ fn departed(h: &crate::item::Header) -> DepartedItem {
 /// Called from `Shard::keep_moved` when a moved item (header `h`) grew by
 /// `grew` bytes.
 #[inline]
-pub(crate) fn report_growth(hook: &DepartureHook, key: &[u8], h: &crate::item::Header, grew: usize) {
+pub(crate) fn report_growth(d: &mut dyn Departures, key: &[u8], h: &crate::item::Header, grew: usize) {
     if grew > 0 {
-        hook(key, grew as u64, Departure::Moved, &departed(h));
+        d.departed(key, grew as u64, Departure::Moved, &departed(h));
     }
 }
 
@@ -126,28 +149,41 @@ pub struct DumpItem {
 }
 
 impl crate::Store {
-    /// Install (or remove) the hook told about every item that leaves the
-    /// store without a client asking: see the module docs.
-    pub fn set_departure_hook(&self, hook: Option<DepartureHook>) {
-        for s in self.shards.iter() {
-            s.0.lock().unwrap_or_else(|e| e.into_inner()).departed = hook.clone();
-        }
-    }
-
     /// Look a key up without touching it: no access bump, no fetched bit, no
     /// meta state change (the server's `watch` lines report what a write or
     /// delete is about to find). Like every lookup, it removes an expired or
     /// flushed item it finds (the command that follows would have).
     pub fn peek<R>(&self, key: &[u8], now: crate::Time, read: impl FnOnce(&crate::Item<'_>) -> R) -> crate::Lookup<R> {
+        self.peek_to(key, now, &mut Unreported, read)
+    }
+
+    pub(crate) fn peek_to<R>(
+        &self,
+        key: &[u8],
+        now: crate::Time,
+        d: &mut dyn Departures,
+        read: impl FnOnce(&crate::Item<'_>) -> R,
+    ) -> crate::Lookup<R> {
         use crate::shard::Found;
         let h = self.hasher.hash(key);
         let mut l = self.lock(h, now);
-        match l.g.lookup(h, key, now, &self.pool) {
+        match l.g.lookup(h, key, now, &self.pool, d) {
             Found::Live(_, loc) => crate::Lookup::Hit(read(&l.g.item(loc))),
             Found::Miss => crate::Lookup::Miss,
             Found::Expired => crate::Lookup::Expired,
             Found::Flushed => crate::Lookup::Flushed,
         }
+    }
+
+    /// Read `key`'s live item without changing anything — not even
+    /// removing it if it is dead, so nothing leaves the store and no caller
+    /// needs to hear of departures (the dashboard's look at its hot keys).
+    /// Holds the shard's lock while `read` runs.
+    pub fn inspect<R>(&self, key: &[u8], now: crate::Time, read: impl FnOnce(&crate::Item<'_>) -> R) -> Option<R> {
+        let h = self.hasher.hash(key);
+        let l = self.lock(h, now);
+        let loc = l.g.find_live(h, key, now)?;
+        Some(read(&l.g.item(loc)))
     }
 
     /// Number of shards ([`for_each_item_in_shard`](Self::for_each_item_in_shard) takes 0..this).
@@ -242,42 +278,45 @@ impl crate::Store {
 #[cfg(test)]
 mod tests {
     use crate::{Config, Departure, Mode, Store};
-    use std::sync::{Arc, Mutex};
 
-    /// What the departure hook saw: (key, bytes, why), one per call.
-    type Seen = Arc<Mutex<Vec<(Vec<u8>, u64, Departure)>>>;
+    /// What a sink saw: (key, bytes, why), one per departure.
+    type Seen = Vec<(Vec<u8>, u64, Departure)>;
 
     #[test]
     fn departures_are_reported_with_their_size() {
         let s = Store::new(Config { memory_limit: 4 << 20, segment_size: 64 << 10, ..Config::default() }).unwrap();
-        let seen: Seen = Arc::default();
-        let log = seen.clone();
-        s.set_departure_hook(Some(Arc::new(move |k: &[u8], b, d, it: &crate::DepartedItem| {
+        let mut seen: Seen = Vec::new();
+        let mut log = |k: &[u8], b, d, it: &crate::DepartedItem| {
             if d == Departure::Expired {
                 // What the server's watch line needs: value length, expiry, idle time.
                 assert_eq!((it.value_len, it.exptime, it.fetched, it.idle(6)), (1, 5, false, 5));
             }
-            log.lock().unwrap().push((k.to_vec(), b, d))
-        })));
-        s.store(Mode::Set, b"exp", 0, 5, b"v", 1);
-        s.store(Mode::Set, b"del", 0, 0, b"v", 1);
-        s.delete(b"del", 1);
-        s.store(Mode::Set, b"exp2", 0, 0, b"v", 1);
-        s.store(Mode::Set, b"exp2", 0, 0, b"vv", 1); // replaced: not reported
-        assert!(matches!(s.get(b"exp", 6, |_| ()), crate::Lookup::Expired));
-        assert_eq!(*seen.lock().unwrap(), vec![(b"exp".to_vec(), super::item_bytes(3, 1, 0), Departure::Expired)]);
-        seen.lock().unwrap().clear();
+            seen.push((k.to_vec(), b, d))
+        };
+        let mut r = s.reporting(&mut log);
+        let set = |r: &mut crate::Reporting<'_, _>, key: &[u8], exptime, value: &[u8]| {
+            let w = crate::Write { mode: Mode::Set, key, flags: 0, exptime, value };
+            r.write(&w, 1, &crate::WriteOptions::default())
+        };
+        set(&mut r, b"exp", 5, b"v");
+        set(&mut r, b"del", 0, b"v");
+        r.delete_charged(b"del", 1, None);
+        set(&mut r, b"exp2", 0, b"v");
+        set(&mut r, b"exp2", 0, b"vv"); // replaced: not reported
+        assert!(matches!(r.get(b"exp", 6, |_| ()), crate::Lookup::Expired));
+        assert_eq!(seen, vec![(b"exp".to_vec(), super::item_bytes(3, 1, 0), Departure::Expired)]);
+        seen.clear();
         // Fill far past the limit: evictions, each reported once, and the
         // store's bytes = stored - departed.
         let mut stored = 0u64;
+        let mut log = |k: &[u8], b, d, _: &crate::DepartedItem| seen.push((k.to_vec(), b, d));
         for i in 0..20_000 {
             let k = format!("key:{i}");
             let w = crate::Write { mode: Mode::Set, key: k.as_bytes(), flags: 0, exptime: 0, value: &[b'x'; 500] };
-            if let (crate::StoreResult::Stored(_), charge) = s.write(&w, 6, &crate::WriteOptions::default()) {
+            if let (crate::StoreResult::Stored(_), charge) = s.reporting(&mut log).write(&w, 6, &crate::WriteOptions::default()) {
                 stored += charge.written;
             }
         }
-        let seen = seen.lock().unwrap();
         assert!(seen.iter().any(|x| x.2 == Departure::Evicted));
         let departed: u64 = seen.iter().filter(|x| x.2 != Departure::Moved).map(|x| x.1).sum();
         let grown: u64 = seen.iter().filter(|x| x.2 == Departure::Moved).map(|x| x.1).sum();
@@ -293,24 +332,20 @@ mod tests {
     #[test]
     fn moves_report_growth() {
         let s = Store::new(Config { memory_limit: 4 << 20, segment_size: 64 << 10, ..Config::default() }).unwrap();
-        let seen: Seen = Arc::default();
-        let log = seen.clone();
-        s.set_departure_hook(Some(Arc::new(move |k: &[u8], b, d, _: &crate::DepartedItem| {
-            log.lock().unwrap().push((k.to_vec(), b, d))
-        })));
+        let mut seen: Seen = Vec::new();
+        let mut log = |k: &[u8], b, d, _: &crate::DepartedItem| seen.push((k.to_vec(), b, d));
         let (mut stored, mut replaced) = (0u64, 0u64);
         for i in 0..40_000u64 {
             // Hot keys (hit, so they survive eviction) and overwrites of
             // recent ones (dead bytes, so compaction).
             let k = if i % 3 == 0 { format!("hot:{}", i % 300) } else { format!("key:{}", i - i % 7) };
             let w = crate::Write { mode: Mode::Set, key: k.as_bytes(), flags: 0, exptime: 0, value: &[b'x'; 300] };
-            if let (crate::StoreResult::Stored(_), charge) = s.write(&w, 1, &crate::WriteOptions::default()) {
+            if let (crate::StoreResult::Stored(_), charge) = s.reporting(&mut log).write(&w, 1, &crate::WriteOptions::default()) {
                 stored += charge.written;
                 replaced += charge.released;
             }
-            s.get(format!("hot:{}", i % 300).as_bytes(), 1, |_| ());
+            s.reporting(&mut log).get(format!("hot:{}", i % 300).as_bytes(), 1, |_| ());
         }
-        let seen = seen.lock().unwrap();
         let moved = seen.iter().filter(|x| x.2 == Departure::Moved).count();
         assert!(moved > 0 && s.stats().compactions > 0, "moves {moved}, stats {:?}", s.stats());
         let departed: u64 = seen.iter().filter(|x| x.2 != Departure::Moved).map(|x| x.1).sum();
@@ -336,6 +371,20 @@ mod tests {
             });
         }
         assert_eq!(fetched, Some(false));
+    }
+
+    #[test]
+    fn inspect_removes_nothing() {
+        let s = Store::new(Config { memory_limit: 4 << 20, segment_size: 64 << 10, ..Config::default() }).unwrap();
+        s.store(Mode::Set, b"k", 0, 0, b"value", 1);
+        s.store(Mode::Set, b"e", 0, 3, b"v", 1);
+        assert_eq!(s.inspect(b"k", 2, |it| it.value.len()), Some(5));
+        assert_eq!(s.inspect(b"none", 2, |_| ()), None);
+        // Expired: not shown, and still there for the command that finds it.
+        assert_eq!(s.inspect(b"e", 4, |_| ()), None);
+        assert_eq!(s.stats().curr_items, 2);
+        assert_eq!(s.get(b"e", 4, |_| ()), crate::Lookup::Expired);
+        assert_eq!(s.stats().curr_items, 1);
     }
 
     #[test]

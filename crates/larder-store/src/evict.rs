@@ -44,7 +44,7 @@
 //!   from an item's place, so a moved item carries the CAS it had in the
 //!   explicit-CAS field meta `E` uses (8 bytes more, 9 for values under 256
 //!   bytes): clients never see a move. Stats count the bigger size from the
-//!   move on, and the departure hook reports the growth
+//!   move on, and the call's departure sink hears of the growth
 //!   ([`Departure::Moved`](crate::Departure::Moved)) so per-prefix byte
 //!   accounting follows. One allocation
 //!   does at most [`MAX_COPYING_EVICTIONS`] such evictions; after that

@@ -128,6 +128,7 @@ mod meta;
 mod pool;
 mod segment;
 mod shard;
+mod reporting;
 mod snapshot;
 mod ttl;
 mod written;
@@ -135,7 +136,8 @@ mod written;
 pub use conditional::{ArithOutcome, DeleteOutcome};
 pub use meta::{MetaGet, MetaItem, WriteOptions};
 pub use snapshot::{LoadReport, SaveReport, SnapshotClock, SnapshotError, FORMAT_VERSION as SNAPSHOT_FORMAT_VERSION, MAGIC as SNAPSHOT_MAGIC};
-pub use dump::{item_bytes, Charge, DepartedItem, Departure, DepartureHook, DumpItem};
+pub use dump::{item_bytes, Charge, DepartedItem, Departure, Departures, DumpItem, Unreported};
+pub use reporting::Reporting;
 use evict::{EvictionPolicy, S3Fifo, Want, MAX_COPYING_EVICTIONS};
 use hash::KeyHasher;
 use index::{Index, Loc, MAX_SEGMENT_SIZE};
@@ -319,7 +321,7 @@ impl Store {
 
     /// Look a key up; `read` runs while the item is guaranteed stable.
     pub fn get<R>(&self, key: &[u8], now: Time, read: impl FnOnce(&Item<'_>) -> R) -> Lookup<R> {
-        self.fetch(key, now, None, read)
+        self.fetch(key, now, None, &mut Unreported, read)
     }
 
     /// Look a key up and set its expiry (`gat`); `read` sees the new expiry.
@@ -330,13 +332,22 @@ impl Store {
         exptime: Time,
         read: impl FnOnce(&Item<'_>) -> R,
     ) -> Lookup<R> {
-        self.fetch(key, now, Some(exptime), read)
+        self.fetch(key, now, Some(exptime), &mut Unreported, read)
     }
 
-    fn fetch<R>(&self, key: &[u8], now: Time, touch: Option<Time>, read: impl FnOnce(&Item<'_>) -> R) -> Lookup<R> {
+    /// A lookup that counts as an access (`get`, `gat`, `touch`), setting
+    /// the expiry when `touch` is given.
+    pub(crate) fn fetch<R>(
+        &self,
+        key: &[u8],
+        now: Time,
+        touch: Option<Time>,
+        d: &mut dyn Departures,
+        read: impl FnOnce(&Item<'_>) -> R,
+    ) -> Lookup<R> {
         let h = self.hasher.hash(key);
         let mut l = self.lock(h, now);
-        match l.g.lookup(h, key, now, &self.pool) {
+        match l.g.lookup(h, key, now, &self.pool, d) {
             Found::Live(pos, loc) => {
                 l.g.index.bump(pos);
                 let bytes = l.g.item_bytes_mut(loc);
@@ -389,15 +400,15 @@ impl Store {
     /// [`store_if`](Self::store_if) with the meta protocol's options (see
     /// [`WriteOptions`]).
     pub(crate) fn store_cond(&self, w: &Write<'_>, now: Time, opts: &WriteOptions) -> StoreResult {
-        self.store_charged(w, now, opts).0
+        self.store_charged(w, now, opts, &mut Unreported).0
     }
 
     /// [`store_cond`](Self::store_cond), with what a successful write
     /// charged and released.
-    pub(crate) fn store_charged(&self, w: &Write<'_>, now: Time, opts: &WriteOptions) -> (StoreResult, Charge) {
+    pub(crate) fn store_charged(&self, w: &Write<'_>, now: Time, opts: &WriteOptions, d: &mut dyn Departures) -> (StoreResult, Charge) {
         let mut large = 0;
         let mut charge = Charge::default();
-        let mut result = self.store_once(w, now, opts, &mut large, &mut charge);
+        let mut result = self.store_once(w, now, opts, &mut large, &mut charge, d);
         // A large object found no room while its shard was locked. Making
         // room there only try-locks other shards (waiting for one while
         // holding another could deadlock), so a shard that is merely busy —
@@ -409,11 +420,11 @@ impl Store {
             if result != StoreResult::OutOfMemory || large == 0 || !self.evict {
                 break;
             }
-            if !self.make_room(self.hasher.hash(w.key), large, now) {
+            if !self.make_room(self.hasher.hash(w.key), large, now, d) {
                 break;
             }
             large = 0;
-            result = self.store_once(w, now, opts, &mut large, &mut charge);
+            result = self.store_once(w, now, opts, &mut large, &mut charge, d);
         }
         (result, charge)
     }
@@ -421,12 +432,12 @@ impl Store {
     /// One attempt of [`store_cond`](Self::store_cond) under the key's
     /// shard lock. On `OutOfMemory` for want of a large object's bytes,
     /// `large` is set to how many.
-    fn store_once(&self, w: &Write<'_>, now: Time, opts: &WriteOptions, large: &mut usize, charge: &mut Charge) -> StoreResult {
+    fn store_once(&self, w: &Write<'_>, now: Time, opts: &WriteOptions, large: &mut usize, charge: &mut Charge, d: &mut dyn Departures) -> StoreResult {
         let Write { mode, key, flags, exptime, value } = *w;
         let WriteOptions { cas, stale_if_older, key_binary, new_cas } = *opts;
         let h = self.hasher.hash(key);
         let mut l = self.lock(h, now);
-        let old = match l.g.lookup(h, key, now, &self.pool) {
+        let old = match l.g.lookup(h, key, now, &self.pool, d) {
             Found::Live(pos, loc) => Some((pos, loc)),
             _ => None,
         };
@@ -436,7 +447,7 @@ impl Store {
         {
             // memcached drops the old value of a failed set, never serving stale data.
             if let (Mode::Set, Some((pos, loc))) = (mode, old) {
-                l.g.unlink(pos, loc, Why::Dropped, &self.pool);
+                l.g.unlink(pos, loc, Why::Dropped, &self.pool, d);
             }
             return StoreResult::TooLarge;
         }
@@ -481,7 +492,7 @@ impl Store {
         let protect = old_val.map_or(0, |(seg, _, _)| seg);
         let old_cas = old_loc.map(|o| l.g.cas(o));
         let size = |cas| item::item_len_cas(key.len(), vlen, flags, cas);
-        let Some((loc, new_cas)) = self.reserve_version(&mut l, now, NewVersion { exptime, protect, old_cas, new_cas }, size) else {
+        let Some((loc, new_cas)) = self.reserve_version(&mut l, now, NewVersion { exptime, protect, old_cas, new_cas }, size, d) else {
             // With the bigger form (explicit CAS): enough either way.
             let want = size(Some(0));
             if want > self.segment_size {
@@ -489,8 +500,8 @@ impl Store {
             }
             if mode == Mode::Set {
                 // Looked up again: eviction may have moved the old item.
-                if let Found::Live(pos, old) = l.g.lookup(h, key, now, &self.pool) {
-                    l.g.unlink(pos, old, Why::Dropped, &self.pool);
+                if let Found::Live(pos, old) = l.g.lookup(h, key, now, &self.pool, d) {
+                    l.g.unlink(pos, old, Why::Dropped, &self.pool, d);
                 }
             }
             return StoreResult::OutOfMemory;
@@ -515,7 +526,7 @@ impl Store {
             }
             _ => l.g.item_bytes_mut(loc)[voff..].copy_from_slice(value),
         }
-        if !l.g.commit(h, loc, old_loc, true, &self.env(now)) {
+        if !l.g.commit(h, loc, old_loc, true, &self.env(now), d) {
             return StoreResult::OutOfMemory;
         }
         *charge = Charge { written: size as u64, released: l.g.last_replaced };
@@ -524,7 +535,7 @@ impl Store {
 
     /// Remove a key; whether a live item was removed.
     pub fn delete(&self, key: &[u8], now: Time) -> bool {
-        self.unlink_key(key, now, Why::Deleted)
+        self.unlink_key(key, now, Why::Deleted, &mut Unreported)
     }
 
     /// After a `set` of `key` failed (too large, out of memory): removes
@@ -532,15 +543,15 @@ impl Store {
     /// hook as [`Departure::Dropped`] (no client deleted it). Whether there
     /// was one.
     pub fn drop_after_failed_set(&self, key: &[u8], now: Time) -> bool {
-        self.unlink_key(key, now, Why::Dropped)
+        self.unlink_key(key, now, Why::Dropped, &mut Unreported)
     }
 
-    fn unlink_key(&self, key: &[u8], now: Time, why: Why) -> bool {
+    pub(crate) fn unlink_key(&self, key: &[u8], now: Time, why: Why, d: &mut dyn Departures) -> bool {
         let h = self.hasher.hash(key);
         let mut l = self.lock(h, now);
-        match l.g.lookup(h, key, now, &self.pool) {
+        match l.g.lookup(h, key, now, &self.pool, d) {
             Found::Live(pos, loc) => {
-                l.g.unlink(pos, loc, why, &self.pool);
+                l.g.unlink(pos, loc, why, &self.pool, d);
                 true
             }
             _ => false,
@@ -549,7 +560,7 @@ impl Store {
 
     /// Set a live item's expiry; whether it existed.
     pub fn touch(&self, key: &[u8], now: Time, exptime: Time) -> bool {
-        self.fetch(key, now, Some(exptime), |_| ()) == Lookup::Hit(())
+        self.fetch(key, now, Some(exptime), &mut Unreported, |_| ()) == Lookup::Hit(())
     }
 
     /// incr (wrapping at 2^64) or decr (stopping at 0) a decimal value.
@@ -597,6 +608,10 @@ impl Store {
     /// them. Shards whose published [`Published::free_at`] says nothing is
     /// due are skipped without taking their lock. Returns segments freed.
     pub fn reclaim_expired(&self, now: Time, part: usize, parts: usize) -> usize {
+        self.reclaim_expired_to(now, part, parts, &mut Unreported)
+    }
+
+    pub(crate) fn reclaim_expired_to(&self, now: Time, part: usize, parts: usize, d: &mut dyn Departures) -> usize {
         let flush = self.flush.load(Ordering::Acquire);
         let mut freed = 0;
         for (n, sh) in self.shards.iter().enumerate().skip(part).step_by(parts.max(1)) {
@@ -607,7 +622,7 @@ impl Store {
             let mut g = sh.0.lock().unwrap_or_else(|e| e.into_inner());
             g.apply_flush(flush, now, &self.pool);
             while let Some(id) = evict::free_segment(&g, 0, now) {
-                let seg = g.evict_segment(id, now);
+                let seg = g.evict_segment(id, now, d);
                 self.pool.give_back(seg.buf, seg.large);
                 freed += 1;
             }
@@ -664,14 +679,21 @@ impl Store {
     /// Space for a new version `v` of an item, in the open segment of its
     /// TTL class (see [`ttl`]), and the explicit CAS it stores (see
     /// [`NewVersion`]). `size(cas)`: the item's bytes with that CAS field.
-    fn reserve_version(&self, l: &mut Locked<'_>, now: Time, v: NewVersion, size: impl Fn(Option<u64>) -> usize) -> Option<(Loc, Option<u64>)> {
+    fn reserve_version(
+        &self,
+        l: &mut Locked<'_>,
+        now: Time,
+        v: NewVersion,
+        size: impl Fn(Option<u64>) -> usize,
+        d: &mut dyn Departures,
+    ) -> Option<(Loc, Option<u64>)> {
         let NewVersion { exptime, protect, old_cas, new_cas } = v;
         let slot = l.g.open_slot(exptime, now, &self.pool);
         let cas = new_cas.or_else(|| {
             let old = old_cas?;
             l.g.needs_fresh_cas(slot, size(None), old).then(|| self.pool.next_gen() << 24)
         });
-        let loc = self.reserve(l, size(cas), protect, now, slot)?;
+        let loc = self.reserve(l, size(cas), protect, now, slot, d)?;
         Some((loc, cas))
     }
 
@@ -679,7 +701,7 @@ impl Store {
     /// segment of `slot` (a TTL class), a fresh segment, or a large object.
     /// `protect` (a segment id of this shard, 0 = none) is not evicted
     /// meanwhile.
-    fn reserve(&self, l: &mut Locked<'_>, size: usize, protect: u32, now: Time, slot: usize) -> Option<Loc> {
+    fn reserve(&self, l: &mut Locked<'_>, size: usize, protect: u32, now: Time, slot: usize, d: &mut dyn Departures) -> Option<Loc> {
         let exhausted = !self.evict && self.pool.exhausted();
         if size <= self.segment_size && !exhausted {
             if let Some(loc) = l.g.append(size, slot) {
@@ -687,7 +709,7 @@ impl Store {
             }
         }
         let large = (size > self.segment_size).then_some(size);
-        let Some(buf) = self.acquire(l, large, protect, now) else {
+        let Some(buf) = self.acquire(l, large, protect, now, d) else {
             if !self.evict {
                 self.pool.set_exhausted(true);
             }
@@ -703,7 +725,7 @@ impl Store {
 
     /// A buffer for a regular segment (`large == None`) or a large object,
     /// evicting segments while the budget is exhausted.
-    fn acquire(&self, l: &mut Locked<'_>, large: Option<usize>, protect: u32, now: Time) -> Option<Box<[u8]>> {
+    fn acquire(&self, l: &mut Locked<'_>, large: Option<usize>, protect: u32, now: Time, d: &mut dyn Departures) -> Option<Box<[u8]>> {
         if large.is_some_and(|n| n > self.pool.limit()) {
             return None;
         }
@@ -722,7 +744,7 @@ impl Store {
             }
             let plain = evictions >= MAX_COPYING_EVICTIONS;
             let me = l.n;
-            if self.evict_one(Some(&mut *l), me, protect, now, EvictHow { discard: large.is_some(), plain }, &mut order) {
+            if self.evict_one(Some(&mut *l), me, protect, now, EvictHow { discard: large.is_some(), plain }, &mut order, d) {
                 idle = 0;
                 evictions += 1;
                 continue;
@@ -740,7 +762,7 @@ impl Store {
     /// lock: evicts (blocking on one shard's lock at a time, which cannot
     /// deadlock) until the budget has `n` bytes free. The caller then takes
     /// its own lock and reserves them, unless someone else did first.
-    fn make_room(&self, h: u64, n: usize, now: Time) -> bool {
+    fn make_room(&self, h: u64, n: usize, now: Time, d: &mut dyn Departures) -> bool {
         if n > self.pool.limit() {
             return false;
         }
@@ -751,7 +773,7 @@ impl Store {
                 return true;
             }
             let plain = evictions >= MAX_COPYING_EVICTIONS;
-            if !self.evict_one(None, me, 0, now, EvictHow { discard: true, plain }, &mut order) {
+            if !self.evict_one(None, me, 0, now, EvictHow { discard: true, plain }, &mut order, d) {
                 return false;
             }
         }
@@ -764,7 +786,17 @@ impl Store {
     /// `protect` as in [`reserve`](Self::reserve); `how`: see [`EvictHow`].
     /// Whether anything was freed (or, when survivors were compacted into
     /// the victim, made room).
-    fn evict_one(&self, mut l: Option<&mut Locked<'_>>, me: usize, protect: u32, now: Time, how: EvictHow, order: &mut Vec<usize>) -> bool {
+    #[allow(clippy::too_many_arguments)] // where to evict, what to spare, how, and who hears of it
+    fn evict_one(
+        &self,
+        mut l: Option<&mut Locked<'_>>,
+        me: usize,
+        protect: u32,
+        now: Time,
+        how: EvictHow,
+        order: &mut Vec<usize>,
+        d: &mut dyn Departures,
+    ) -> bool {
         let EvictHow { discard, plain } = how;
         let oldest: Vec<u64> = self.published.iter().map(|p| p.oldest.load(Ordering::Relaxed)).collect();
         // Out of segment ids in this shard: only its own segments help.
@@ -775,14 +807,14 @@ impl Store {
         let second = if self.evict { Want::Evict } else { Want::Reclaim };
         let keep = !plain && self.policy.keeps_survivors();
         let env = self.env(now);
-        let evict = |g: &mut Shard, id: u32, want: Want, protect: u32| {
+        let evict = |g: &mut Shard, id: u32, want: Want, protect: u32, d: &mut dyn Departures| {
             let seg = match want {
-                Want::Compact => g.evict_keeping(id, now, &self.pool, true),
-                Want::Evict if keep => g.evict_keeping(id, now, &self.pool, false),
-                _ => Some(g.evict_segment(id, now)),
+                Want::Compact => g.evict_keeping(id, now, &self.pool, true, d),
+                Want::Evict if keep => g.evict_keeping(id, now, &self.pool, false, d),
+                _ => Some(g.evict_segment(id, now, d)),
             };
             if want == Want::Evict {
-                g.maybe_shrink_index(&env, protect);
+                g.maybe_shrink_index(&env, protect, d);
             }
             seg
         };
@@ -813,7 +845,7 @@ impl Store {
                     }
                 };
                 let seg = match self.policy.pick(g, protect, now, want) {
-                    Some(id) => evict(g, id, want, protect),
+                    Some(id) => evict(g, id, want, protect, d),
                     None => {
                         if want == Want::Free {
                             g.publish_free_at();

@@ -14,7 +14,7 @@
 //! while; the server decides who refills it.
 
 use crate::shard::{Found, Why};
-use crate::{item, Item, Lookup, Mode, NewVersion, Store, StoreResult, Time, Write};
+use crate::{item, Departures, Item, Lookup, Mode, NewVersion, Store, StoreResult, Time, Unreported, Write};
 
 /// What a meta get may do besides reading.
 #[derive(Clone, Copy, Debug, Default)]
@@ -78,9 +78,20 @@ impl Store {
     /// A meta get (`mg`): look up, optionally vivify, touch, and decide who
     /// wins a refill. `read` runs under the shard lock.
     pub fn meta_get<R>(&self, key: &[u8], now: Time, opts: &MetaGet, read: impl FnOnce(&MetaItem<'_>) -> R) -> Lookup<R> {
+        self.meta_get_to(key, now, opts, &mut Unreported, read)
+    }
+
+    pub(crate) fn meta_get_to<R>(
+        &self,
+        key: &[u8],
+        now: Time,
+        opts: &MetaGet,
+        d: &mut dyn Departures,
+        read: impl FnOnce(&MetaItem<'_>) -> R,
+    ) -> Lookup<R> {
         let h = self.hasher.hash(key);
         let mut l = self.lock(h, now);
-        let (loc, created) = match l.g.lookup(h, key, now, &self.pool) {
+        let (loc, created) = match l.g.lookup(h, key, now, &self.pool, d) {
             Found::Live(pos, loc) => {
                 if opts.bump {
                     l.g.index.bump(pos);
@@ -95,10 +106,10 @@ impl Store {
                 };
                 let Some(ttl) = opts.vivify else { return miss };
                 let size = |cas| item::item_len_cas(key.len(), 0, 0, cas);
-                let Some((loc, _)) = self.reserve_version(&mut l, now, NewVersion { exptime: ttl, protect: 0, old_cas: None, new_cas: opts.new_cas }, size) else { return miss };
+                let Some((loc, _)) = self.reserve_version(&mut l, now, NewVersion { exptime: ttl, protect: 0, old_cas: None, new_cas: opts.new_cas }, size, d) else { return miss };
                 item::encode_cas(l.g.item_bytes_mut(loc), key, 0, 0, ttl, now, opts.new_cas);
                 item::set_key_binary(l.g.item_bytes_mut(loc), opts.key_binary);
-                if !l.g.commit(h, loc, None, true, &self.env(now)) {
+                if !l.g.commit(h, loc, None, true, &self.env(now), d) {
                     return miss;
                 }
                 (loc, true)
@@ -152,7 +163,7 @@ impl Store {
 
     /// [`invalidate`](Self::invalidate), with what the stale copy charged
     /// and the item it replaced released (nothing when no room for the copy
-    /// made it a removal, which the departure hook reports as `Dropped`).
+    /// made it a removal, which the call reports as a departure, `Dropped`).
     pub fn invalidate_charged(
         &self,
         key: &[u8],
@@ -161,10 +172,21 @@ impl Store {
         exptime: Option<Time>,
         new_cas: Option<u64>,
     ) -> (crate::DeleteOutcome, crate::Charge) {
+        self.invalidate_to(key, now, crate::reporting::Invalidate { cas, exptime, new_cas }, &mut Unreported)
+    }
+
+    pub(crate) fn invalidate_to(
+        &self,
+        key: &[u8],
+        now: Time,
+        inv: crate::reporting::Invalidate,
+        d: &mut dyn Departures,
+    ) -> (crate::DeleteOutcome, crate::Charge) {
         use crate::{Charge, DeleteOutcome};
+        let crate::reporting::Invalidate { cas, exptime, new_cas } = inv;
         let h = self.hasher.hash(key);
         let mut l = self.lock(h, now);
-        let Found::Live(_, old) = l.g.lookup(h, key, now, &self.pool) else {
+        let Found::Live(_, old) = l.g.lookup(h, key, now, &self.pool, d) else {
             return (DeleteOutcome::NotFound, Charge::default());
         };
         if cas.is_some_and(|c| c != l.g.cas(old)) {
@@ -176,12 +198,12 @@ impl Store {
         let old_cas = l.g.cas(old);
         let size = |cas| item::item_len_cas(oh.klen, oh.vlen, oh.flags, cas);
         let new_exptime = exptime.unwrap_or(oh.exptime);
-        let Some((loc, new_cas)) = self.reserve_version(&mut l, now, NewVersion { exptime: new_exptime, protect: old.seg, old_cas: Some(old_cas), new_cas }, size) else {
+        let Some((loc, new_cas)) = self.reserve_version(&mut l, now, NewVersion { exptime: new_exptime, protect: old.seg, old_cas: Some(old_cas), new_cas }, size, d) else {
             // No room for the copy: deleting is the safe fallback, a reader
             // then misses instead of reading a value known to be stale.
             if let Some(pos) = l.g.index.find_loc(h, old) {
-                // reported to the departure hook: no client deleted it
-                l.g.unlink(pos, old, Why::Dropped, &self.pool);
+                // reported as a departure: no client deleted it
+                l.g.unlink(pos, old, Why::Dropped, &self.pool, d);
             }
             return (DeleteOutcome::Deleted, Charge::default());
         };
@@ -192,7 +214,7 @@ impl Store {
         if let Some(e) = exptime {
             l.g.set_exptime(loc, e);
         }
-        l.g.commit(h, loc, Some(old), false, &self.env(now));
+        l.g.commit(h, loc, Some(old), false, &self.env(now), d);
         // The copy may be bigger (a stored CAS): the caller accounts for it.
         (DeleteOutcome::Deleted, Charge { written: l.g.header(loc).total() as u64, released: l.g.last_replaced })
     }
@@ -204,9 +226,20 @@ impl Store {
     /// decides who refills it; the store only keeps the old value readable
     /// until a set replaces it or a delete removes it.
     pub fn get_graced<R>(&self, key: &[u8], now: Time, grace: Time, read: impl FnOnce(&Item<'_>, bool) -> R) -> Lookup<R> {
+        self.get_graced_to(key, now, grace, &mut Unreported, read)
+    }
+
+    pub(crate) fn get_graced_to<R>(
+        &self,
+        key: &[u8],
+        now: Time,
+        grace: Time,
+        d: &mut dyn Departures,
+        read: impl FnOnce(&Item<'_>, bool) -> R,
+    ) -> Lookup<R> {
         let h = self.hasher.hash(key);
         let mut l = self.lock(h, now);
-        match l.g.lookup_graced(h, key, now, grace, &self.pool) {
+        match l.g.lookup_graced(h, key, now, grace, &self.pool, d) {
             (Found::Live(pos, loc), in_grace) => {
                 if !in_grace {
                     l.g.index.bump(pos);
@@ -243,7 +276,7 @@ impl Store {
     /// [`meta_store`](Self::meta_store) with what a successful write
     /// charged (the new item) and released (the item it replaced).
     pub fn write(&self, w: &Write<'_>, now: Time, opts: &WriteOptions) -> (StoreResult, crate::Charge) {
-        self.store_charged(w, now, opts)
+        self.store_charged(w, now, opts, &mut Unreported)
     }
 }
 

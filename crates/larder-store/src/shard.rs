@@ -20,6 +20,7 @@ use crate::item::{self, Header};
 use crate::pool::Pool;
 use crate::ttl::{self, Slot, TTL_CLASSES};
 use crate::segment::{SegTable, Segment};
+use crate::dump::Departures;
 use crate::ghost::Ghost;
 use crate::written::WriteTimes;
 use crate::{Item, Time};
@@ -117,8 +118,6 @@ pub(crate) struct Shard {
     hasher: KeyHasher,
     /// What other shards read without the lock, for victim choice.
     published: Arc<Published>,
-    /// Observability hook for items leaving without a client asking (dump.rs).
-    pub departed: Option<crate::dump::DepartureHook>,
     /// Bytes of the version the last [`commit`](Self::commit) replaced (0:
     /// none) — as it was then: reserving room may have moved it (grown).
     pub last_replaced: u64,
@@ -158,7 +157,6 @@ impl Shard {
             st: Counters::default(),
             hasher,
             published,
-            departed: None,
             last_replaced: 0,
             evict_rng: 0,
             write_mean: 0,
@@ -258,7 +256,7 @@ impl Shard {
     }
 
     /// Finds `key`; removes it if expired or flushed.
-    pub fn lookup(&mut self, h: u64, key: &[u8], now: Time, pool: &Pool) -> Found {
+    pub fn lookup(&mut self, h: u64, key: &[u8], now: Time, pool: &Pool, d: &mut dyn Departures) -> Found {
         if self.index.migrating() {
             self.migrate_index(pool, MIGRATE_BUCKETS);
         }
@@ -271,7 +269,7 @@ impl Shard {
         } else {
             return Found::Live(pos, loc);
         };
-        self.unlink(pos, loc, why, pool);
+        self.unlink(pos, loc, why, pool, d);
         if why == Why::Flushed {
             Found::Flushed
         } else {
@@ -279,34 +277,41 @@ impl Shard {
         }
     }
 
+    /// Where `key`'s live item is, changing nothing: a dead one (expired,
+    /// flushed) is neither returned nor removed. For looks that are not
+    /// commands (the dashboard's).
+    pub fn find_live(&self, h: u64, key: &[u8], now: Time) -> Option<Loc> {
+        let (_, loc) = self.index.find(h, |loc| self.key_at(loc) == key)?;
+        (!self.is_flushed(loc.seg) && !self.header(loc).expired(now)).then_some(loc)
+    }
+
     /// [`lookup`](Self::lookup), except that an item which expired less
     /// than `grace` seconds ago is returned as live (and left in place),
     /// with `true` to say it is past its expiry.
-    pub fn lookup_graced(&mut self, h: u64, key: &[u8], now: Time, grace: Time, pool: &Pool) -> (Found, bool) {
+    pub fn lookup_graced(&mut self, h: u64, key: &[u8], now: Time, grace: Time, pool: &Pool, d: &mut dyn Departures) -> (Found, bool) {
         if let Some((pos, loc)) = self.index.find(h, |loc| self.key_at(loc) == key) {
             let hdr = self.header(loc);
             if !self.is_flushed(loc.seg) && hdr.expired(now) && (now as u64) < hdr.exptime as u64 + grace as u64 {
                 return (Found::Live(pos, loc), true);
             }
         }
-        (self.lookup(h, key, now, pool), false)
+        (self.lookup(h, key, now, pool, d), false)
     }
 
     /// Removes the index entry at `pos` (pointing at `loc`) and frees the
     /// segment if that was its last live item.
-    pub fn unlink(&mut self, pos: Pos, loc: Loc, why: Why, pool: &Pool) {
+    pub fn unlink(&mut self, pos: Pos, loc: Loc, why: Why, pool: &Pool, d: &mut dyn Departures) {
         self.index.remove(pos);
-        self.account_dead(loc, why);
+        self.account_dead(loc, why, d);
         self.free_if_empty(loc.seg, pool);
     }
 
-    /// Accounts the item at `loc` as no longer live (index handled by caller).
-    fn account_dead(&mut self, loc: Loc, why: Why) {
+    /// Accounts the item at `loc` as no longer live (index handled by
+    /// caller), telling `d` if it left without a client asking.
+    fn account_dead(&mut self, loc: Loc, why: Why, d: &mut dyn Departures) {
         let h = self.header(loc);
         let size = h.total();
-        if let Some(hook) = &self.departed {
-            crate::dump::report(hook, self.key_at(loc), &h, why); // observability (dump.rs)
-        }
+        crate::dump::report(d, self.key_at(loc), &h, why); // observability (dump.rs)
         let seg = self.segs.get_mut(loc.seg);
         seg.live_bytes -= size;
         seg.live_items -= 1;
@@ -483,7 +488,7 @@ impl Shard {
     /// `old` if that is still indexed, else gets a new index entry. `false`
     /// (the new item discarded) only without eviction, when the index is
     /// full and cannot grow.
-    pub fn commit(&mut self, h: u64, loc: Loc, old: Option<Loc>, count_total: bool, env: &Env<'_>) -> bool {
+    pub fn commit(&mut self, h: u64, loc: Loc, old: Option<Loc>, count_total: bool, env: &Env<'_>, d: &mut dyn Departures) -> bool {
         let pool = env.pool;
         let hdr = self.header(loc);
         self.account_live(loc, hdr.total(), hdr.exptime, count_total, env.now);
@@ -491,10 +496,10 @@ impl Shard {
         if let Some((pos, old)) = old.and_then(|o| self.find_moved(h, o, loc)) {
             self.index.replace(pos, loc);
             self.last_replaced = self.header(old).total() as u64;
-            self.account_dead(old, Why::Replaced);
+            self.account_dead(old, Why::Replaced, d);
             self.free_if_empty(old.seg, pool);
             true
-        } else if self.link_new(h, loc, env) {
+        } else if self.link_new(h, loc, env, d) {
             if self.ghost.take(h, self.st.curr_items, pool) {
                 if let Some(pos) = self.index.find_loc(h, loc) {
                     self.index.relocate(pos, loc, 1);
@@ -503,7 +508,7 @@ impl Shard {
             true
         } else {
             self.st.total_items -= count_total as u64;
-            self.account_dead(loc, Why::Deleted);
+            self.account_dead(loc, Why::Deleted, d);
             self.free_if_empty(loc.seg, pool);
             false
         }
@@ -521,12 +526,12 @@ impl Shard {
         self.index.find(h, |l| l != new && key_in(&self.segs, l) == key)
     }
 
-    fn link_new(&mut self, h: u64, loc: Loc, env: &Env<'_>) -> bool {
+    fn link_new(&mut self, h: u64, loc: Loc, env: &Env<'_>, d: &mut dyn Departures) -> bool {
         let Env { pool, now, evict, .. } = *env;
         if !self.index.has_room() {
-            self.grow_index(env, loc.seg);
+            self.grow_index(env, loc.seg, d);
         }
-        if self.index.insert(h, loc) || (self.grow_index(env, loc.seg) && self.index.insert(h, loc)) {
+        if self.index.insert(h, loc) || (self.grow_index(env, loc.seg, d) && self.index.insert(h, loc)) {
             return true;
         }
         // No room even after cuckoo moves, and the index cannot grow:
@@ -552,7 +557,7 @@ impl Shard {
                 if w == Why::Evicted {
                     self.note_eviction(&self.header(l), now);
                 }
-                self.unlink(pos, l, w, pool);
+                self.unlink(pos, l, w, pool, d);
                 assert!(self.index.insert(h, loc));
                 true
             }
@@ -563,7 +568,7 @@ impl Shard {
     /// Grows the index by a quarter, evicting segments of this shard chosen
     /// by the policy (never `protect`) if the memory budget requires.
     /// Whether it grew.
-    pub fn grow_index(&mut self, env: &Env<'_>, protect: u32) -> bool {
+    pub fn grow_index(&mut self, env: &Env<'_>, protect: u32, d: &mut dyn Departures) -> bool {
         let Env { pool, .. } = *env;
         if self.index.migrating() {
             // Growing again before the last resize finished migrating:
@@ -573,7 +578,7 @@ impl Shard {
                 return false;
             }
         }
-        self.resize_index(env, protect, Index::grown(self.index.nbuckets()))
+        self.resize_index(env, protect, Index::grown(self.index.nbuckets()), d)
     }
 
     /// Shrinks an index left mostly empty — values grew, so fewer items fit
@@ -582,15 +587,15 @@ impl Shard {
     /// this shard evicts, i.e. when memory is full: the new table's bytes
     /// may cost a few segments now and come back with interest once the old
     /// table is migrated and released.
-    pub fn maybe_shrink_index(&mut self, env: &Env<'_>, protect: u32) {
+    pub fn maybe_shrink_index(&mut self, env: &Env<'_>, protect: u32, d: &mut dyn Departures) {
         if let Some(n) = self.index.shrunk() {
-            self.resize_index(env, protect, n);
+            self.resize_index(env, protect, n, d);
         }
     }
 
     /// Starts migrating the index into a table of `nbuckets`, reserving its
     /// bytes first (evicting as [`grow_index`](Self::grow_index) does).
-    fn resize_index(&mut self, env: &Env<'_>, protect: u32, nbuckets: usize) -> bool {
+    fn resize_index(&mut self, env: &Env<'_>, protect: u32, nbuckets: usize, d: &mut dyn Departures) -> bool {
         let Env { pool, now, evict, policy } = *env;
         // The old table stays allocated until migrated: reserve all of the
         // new one.
@@ -601,7 +606,7 @@ impl Shard {
             }
             let want = if evict { Want::Evict } else { Want::Reclaim };
             let Some(victim) = policy.pick(self, protect, now, want) else { return false };
-            let seg = self.evict_segment(victim, now);
+            let seg = self.evict_segment(victim, now, d);
             pool.discard(seg.buf);
         }
         self.index.start_resize(nbuckets);
@@ -613,7 +618,7 @@ impl Shard {
     /// the index was), instead of growing it a quarter at a time, each
     /// growth re-hashing every key. Best effort: nothing happens if the
     /// shard holds items or the budget is short.
-    pub fn presize_index(&mut self, env: &Env<'_>, items: usize, slots: usize) {
+    pub fn presize_index(&mut self, env: &Env<'_>, items: usize, slots: usize, d: &mut dyn Departures) {
         // About 85% load, as a shrink leaves it.
         let want = (items.saturating_mul(20).div_ceil(8 * 17)).max(slots / 8);
         if self.index.used() != 0 || self.index.migrating() || want <= self.index.nbuckets() {
@@ -622,7 +627,7 @@ impl Shard {
         if !env.pool.has_room(Index::bytes_for(want)) {
             return;
         }
-        if self.resize_index(env, 0, want) {
+        if self.resize_index(env, 0, want, d) {
             self.migrate_index(env.pool, usize::MAX);
         }
     }
@@ -662,7 +667,7 @@ impl Shard {
 
     /// Unlinks every live item of segment `id` and removes the segment,
     /// returning it (its buffer still counted in the pool).
-    pub fn evict_segment(&mut self, id: u32, now: Time) -> Segment {
+    pub fn evict_segment(&mut self, id: u32, now: Time, d: &mut dyn Departures) -> Segment {
         let flushed = self.is_flushed(id);
         let end = self.segs.get(id).write_off;
         let mut off = 0;
@@ -684,7 +689,7 @@ impl Shard {
                     Why::Evicted
                 };
                 self.index.remove(pos);
-                self.account_dead(loc, why);
+                self.account_dead(loc, why, d);
             }
             off += h.total();
         }
@@ -699,7 +704,8 @@ impl Shard {
     /// nowhere (moved items grow by their CAS field, and compaction in
     /// place must not overwrite items not yet walked): it then dies like
     /// the others.
-    fn keep_moved(&mut self, victim: u32, loc: Loc, h: &Header, nf: u8, pos: Pos, compact: &mut Compact) -> bool {
+    #[allow(clippy::too_many_arguments)] // one item's move: where from, where to, its slot, and who hears of it
+    fn keep_moved(&mut self, victim: u32, loc: Loc, h: &Header, nf: u8, pos: Pos, compact: &mut Compact, d: &mut dyn Departures) -> bool {
         let size = h.total();
         let cas = self.cas(loc);
         let (hdr, hlen) = item::moved_header(self.segs.bytes(victim, loc.off), cas);
@@ -741,9 +747,7 @@ impl Shard {
             self.segs.get_mut(dst.seg).buf[d..d + hlen].copy_from_slice(&hdr[..hlen]);
         }
         self.index.relocate(pos, dst, nf);
-        if let Some(hook) = &self.departed {
-            crate::dump::report_growth(hook, key_in(&self.segs, dst), h, new_size - size);
-        }
+        crate::dump::report_growth(d, key_in(&self.segs, dst), h, new_size - size);
         true
     }
 
@@ -768,10 +772,10 @@ impl Shard {
     /// `keep_all` makes it a compaction instead: every live, unexpired item
     /// survives with its counter as it is, so only dead bytes (overwritten,
     /// deleted, expired items) are freed — see [`Want::Compact`].
-    pub fn evict_keeping(&mut self, id: u32, now: Time, pool: &Pool, keep_all: bool) -> Option<Segment> {
+    pub fn evict_keeping(&mut self, id: u32, now: Time, pool: &Pool, keep_all: bool, d: &mut dyn Departures) -> Option<Segment> {
         let seg = self.segs.get(id);
         if seg.large || self.is_flushed(id) || seg.all_expired(now) {
-            return Some(self.evict_segment(id, now));
+            return Some(self.evict_segment(id, now, d));
         }
         let from_main = seg.main;
         let end = seg.write_off;
@@ -801,7 +805,7 @@ impl Shard {
                     (false, 0) => None,
                     (false, _) => survivor_freq_sized(f, from_main, rent(size, mean, key_hash ^ self.evict_rng)),
                 };
-                if !h.expired(now) && keep.is_some_and(|nf| self.keep_moved(id, loc, &h, nf, pos, &mut compact)) {
+                if !h.expired(now) && keep.is_some_and(|nf| self.keep_moved(id, loc, &h, nf, pos, &mut compact, d)) {
                     // moved
                 } else {
                     let why = if h.expired(now) {
@@ -814,7 +818,7 @@ impl Shard {
                         Why::Evicted
                     };
                     self.index.remove(pos);
-                    self.account_dead(loc, why);
+                    self.account_dead(loc, why, d);
                 }
             }
             off += size;
@@ -899,6 +903,7 @@ fn survivor_freq_sized(f: u8, from_main: bool, r: u8) -> Option<u8> {
 mod tests {
     use super::*;
     use crate::evict::Fifo;
+    use crate::dump::Unreported;
 
     struct Fixture {
         pool: Pool,
@@ -930,17 +935,17 @@ mod tests {
             let voff = item::encode_cas(bytes, key, value.len(), 0, exptime, now, None);
             bytes[voff..].copy_from_slice(value);
             let h = self.hasher.hash(key);
-            let old = match self.sh.lookup(h, key, now, &self.pool) {
+            let old = match self.sh.lookup(h, key, now, &self.pool, &mut Unreported) {
                 Found::Live(_, l) => Some(l),
                 _ => None,
             };
             let env = Env { pool: &self.pool, now, evict: true, policy: &Fifo };
-            assert!(self.sh.commit(h, loc, old, true, &env));
+            assert!(self.sh.commit(h, loc, old, true, &env, &mut Unreported));
             loc
         }
 
         fn get(&mut self, key: &[u8], now: Time) -> Option<Vec<u8>> {
-            match self.sh.lookup(self.hasher.hash(key), key, now, &self.pool) {
+            match self.sh.lookup(self.hasher.hash(key), key, now, &self.pool, &mut Unreported) {
                 Found::Live(_, loc) => Some(self.sh.item(loc).value.to_vec()),
                 _ => None,
             }
@@ -969,15 +974,15 @@ mod tests {
         let b = f.put(b"b", &[2; 100], 0, 50);
         assert_ne!(a.seg, b.seg);
         for key in [&b"a"[..], b"b"] {
-            let Found::Live(pos, _) = f.sh.lookup(f.hasher.hash(key), key, 55, &f.pool) else { panic!() };
+            let Found::Live(pos, _) = f.sh.lookup(f.hasher.hash(key), key, 55, &f.pool, &mut Unreported) else { panic!() };
             f.sh.index.bump(pos);
         }
         // b's segment first: `b` is kept in place, and that segment (written
         // at 50) becomes the open main segment, with room.
-        assert!(f.sh.evict_keeping(b.seg, 60, &f.pool, false).is_none());
+        assert!(f.sh.evict_keeping(b.seg, 60, &f.pool, false, &mut Unreported).is_none());
         assert_eq!(oldest_born(&f.sh), Some(10));
         // Then a's: `a` moves into it and brings its time along.
-        assert!(f.sh.evict_keeping(a.seg, 60, &f.pool, false).is_some());
+        assert!(f.sh.evict_keeping(a.seg, 60, &f.pool, false, &mut Unreported).is_some());
         assert_eq!(f.get(b"a", 60).unwrap(), vec![1; 100]);
         assert_eq!(f.sh.segs.count(), 1);
         assert_eq!(oldest_born(&f.sh), Some(10), "a was written at 10");
@@ -996,19 +1001,19 @@ mod tests {
         let late = f.put(b"late", &[2; 100], 0, 50);
         f.put(b"fill", &[0; 3700], 0, 50);
         assert_eq!(old.seg, late.seg);
-        let Found::Live(pos, _) = f.sh.lookup(f.hasher.hash(b"late"), b"late", 55, &f.pool) else { panic!() };
+        let Found::Live(pos, _) = f.sh.lookup(f.hasher.hash(b"late"), b"late", 55, &f.pool, &mut Unreported) else { panic!() };
         f.sh.index.bump(pos);
         f.sh.close_open(&f.pool);
         // `old` dies unread; `late` is kept (compacted in place: the segment
         // becomes the open main one, its times rebuilt).
-        assert!(f.sh.evict_keeping(old.seg, 60, &f.pool, false).is_none());
+        assert!(f.sh.evict_keeping(old.seg, 60, &f.pool, false, &mut Unreported).is_none());
         assert_eq!(f.get(b"late", 60).unwrap(), vec![2; 100]);
         assert_eq!(f.get(b"old", 60), None);
         assert_eq!(oldest_born(&f.sh), Some(50), "only `late`, written at 50, is left");
         f.put(b"new", &[3; 100], 0, 70);
         assert_eq!(oldest_born(&f.sh), Some(50));
-        let Found::Live(pos, loc) = f.sh.lookup(f.hasher.hash(b"late"), b"late", 80, &f.pool) else { panic!() };
-        f.sh.unlink(pos, loc, Why::Deleted, &f.pool);
+        let Found::Live(pos, loc) = f.sh.lookup(f.hasher.hash(b"late"), b"late", 80, &f.pool, &mut Unreported) else { panic!() };
+        f.sh.unlink(pos, loc, Why::Deleted, &f.pool, &mut Unreported);
         assert_eq!(oldest_born(&f.sh), Some(70));
     }
 
@@ -1053,7 +1058,7 @@ mod tests {
         f.put(b"after", b"5", 0, 1);
         assert_eq!(f.sh.segs.bytes(x.seg, 0).iter().filter(|&&b| b == item::PAD).count(), 1);
         let before = f.sh.st.clone();
-        let seg = f.sh.evict_segment(x.seg, 6);
+        let seg = f.sh.evict_segment(x.seg, 6, &mut Unreported);
         assert_eq!(seg.buf.len(), 4096);
         let st = &f.sh.st;
         assert_eq!(st.evictions - before.evictions, 3, "live, dead's 2nd version, after");
@@ -1074,11 +1079,11 @@ mod tests {
         f.put(b"j", b"w", 0, 9);
         f.sh.apply_flush(word, 10, &f.pool);
         assert_eq!(f.sh.open, [0; TTL_CLASSES], "appends move to a fresh segment");
-        assert!(matches!(f.sh.lookup(f.hasher.hash(b"j"), b"j", 10, &f.pool), Found::Flushed));
+        assert!(matches!(f.sh.lookup(f.hasher.hash(b"j"), b"j", 10, &f.pool, &mut Unreported), Found::Flushed));
         f.put(b"n", b"x", 0, 10);
         f.sh.apply_flush(word, 11, &f.pool);
         assert_eq!(f.get(b"n", 11).unwrap(), b"x", "applied once only");
-        assert!(matches!(f.sh.lookup(f.hasher.hash(b"k"), b"k", 11, &f.pool), Found::Flushed));
+        assert!(matches!(f.sh.lookup(f.hasher.hash(b"k"), b"k", 11, &f.pool, &mut Unreported), Found::Flushed));
     }
 
     #[test]
@@ -1156,13 +1161,13 @@ mod tests {
         let mut f = Fixture::new();
         f.sh.set_ghost(64);
         let freq = |f: &mut Fixture, key: &[u8]| {
-            let Found::Live(pos, _) = f.sh.lookup(f.hasher.hash(key), key, 1, &f.pool) else { panic!("{key:?} missing") };
+            let Found::Live(pos, _) = f.sh.lookup(f.hasher.hash(key), key, 1, &f.pool, &mut Unreported) else { panic!("{key:?} missing") };
             f.sh.index.freq(pos)
         };
         let a = f.put(b"a", &[1; 100], 0, 1);
         f.put(b"b", &[2; 100], 0, 1);
         // Evicted from the small queue never hit: both die and become ghosts.
-        assert!(f.sh.evict_keeping(a.seg, 1, &f.pool, false).is_some());
+        assert!(f.sh.evict_keeping(a.seg, 1, &f.pool, false, &mut Unreported).is_some());
         assert_eq!(f.get(b"a", 1), None);
         // `a` comes back: it starts with one hit (it will survive the small
         // queue); a key never seen starts with none; the ghost is used up.
@@ -1178,7 +1183,7 @@ mod tests {
         let mut g = Fixture::new();
         g.sh.set_ghost(64);
         let x = g.put(b"x", &[1; 100], 0, 1);
-        assert!(g.sh.evict_keeping(x.seg, 1, &g.pool, false).is_some());
+        assert!(g.sh.evict_keeping(x.seg, 1, &g.pool, false, &mut Unreported).is_some());
         for i in 0..600u64 {
             g.sh.ghost.add(i.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 64, &g.pool);
         }

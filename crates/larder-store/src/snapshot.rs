@@ -457,7 +457,7 @@ impl Store {
         let items = hint.div_ceil(n) + hint.div_ceil(n) / 16;
         let slots = usize::try_from(u64_at(&h, 60)).unwrap_or(usize::MAX) / n;
         for s in self.shards.iter() {
-            s.0.lock().unwrap_or_else(|e| e.into_inner()).presize_index(&self.env(clock.now), items, slots);
+            s.0.lock().unwrap_or_else(|e| e.into_inner()).presize_index(&self.env(clock.now), items, slots, &mut crate::Unreported);
         }
         // Two threads: this one stores, a reader reads and verifies the
         // next blocks meanwhile (reading and checksumming are about a
@@ -521,7 +521,7 @@ impl Store {
         if fetched || stale || token || freq > 0 {
             let h = self.hasher.hash(key);
             let mut l = self.lock(h, clock.now);
-            if let Found::Live(pos, loc) = l.g.lookup(h, key, clock.now, &self.pool) {
+            if let Found::Live(pos, loc) = l.g.lookup(h, key, clock.now, &self.pool, &mut crate::Unreported) {
                 let b = l.g.item_bytes_mut(loc);
                 if fetched {
                     item::set_fetched(b);

@@ -116,11 +116,37 @@ impl Larder {
         Larder::spawn_auth(args, false, Some((user, pass)))
     }
 
+    /// Starts larder with `args` and its admin listener (`-o metrics_port=`)
+    /// on a free port of its own; returns it with that port once both
+    /// listeners accept. (A server that finds its admin port taken exits
+    /// and the launcher tries other ports.)
+    pub fn start_with_admin(args: &[&str]) -> (Larder, u16) {
+        let admin = std::cell::Cell::new(0u16);
+        let l = Larder::spawn_with(args, false, None, |cmd| {
+            let mport = launch::free_port();
+            admin.set(mport);
+            cmd.args(["-o", &format!("metrics_port={mport}")]);
+        });
+        let mport = admin.get();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", mport)).is_err() {
+            assert!(Instant::now() < deadline, "the admin listener on {mport} did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        (l, mport)
+    }
+
     fn spawn_auth(args: &[&str], capture_stderr: bool, auth: launch::Credentials<'_>) -> Larder {
+        Larder::spawn_with(args, capture_stderr, auth, |_| {})
+    }
+
+    /// `more` adds flags per try (it runs for each port tried).
+    fn spawn_with(args: &[&str], capture_stderr: bool, auth: launch::Credentials<'_>, more: impl Fn(&mut Command)) -> Larder {
         let bin = larder_binary();
         let (child, port) = launch::start_on_free_port_auth("larder", auth, |port| {
             let mut cmd = Command::new(&bin);
             cmd.args(["-p", &port.to_string()]);
+            more(&mut cmd);
             if !args.contains(&"-U") {
                 cmd.args(["-U", "0"]);
             }

@@ -232,13 +232,15 @@ pub fn keys_json(srv: &Server) -> String {
             j.u64("count", h.count);
             j.u64("error", h.error);
             // Size and TTL from the store, without touching the item's
-            // access bits or the hit counters.
-            match srv.store.peek(&h.key, now, |it| (it.value.len(), it.exptime)) {
-                larder_store::Lookup::Hit((size, exptime)) => {
+            // access bits, the hit counters, or a dead item (removing it
+            // here would take it out of the store behind per-prefix
+            // accounting's back: this thread has no departure sink).
+            match srv.store.inspect(&h.key, now, |it| (it.value.len(), it.exptime)) {
+                Some((size, exptime)) => {
                     j.u64("size", size as u64);
                     j.i64("ttl", if exptime == 0 { -1 } else { exptime.saturating_sub(now) as i64 });
                 }
-                _ => {
+                None => {
                     j.null("size");
                     j.null("ttl");
                 }

@@ -47,7 +47,7 @@ use crate::wire::auth::{self, AuthStep, Outcome};
 use crate::wire::binary::{self as binwire, BinStep};
 use crate::wire::text::{execute, triage, Step};
 use crate::net::registry::{ConnInfo, ConnState};
-use crate::trace::observe::Obs;
+use crate::trace::WorkerTrace;
 use crate::state::server::Server;
 use crate::state::stats::{bump, WorkerStats};
 use crate::state::config::Protocol;
@@ -257,8 +257,8 @@ impl Session {
     /// arrive later raise a new event. That saves a system call per
     /// request; a FIN already there when the event was raised would raise
     /// no new one, hence `hangup`.
-    pub fn on_event(&mut self, srv: &Server, ws: &WorkerStats, obs: &mut Obs, now: Time, budget: &ConnBudget, hangup: bool) -> Status {
-        let status = self.serve(srv, ws, obs, now, budget, hangup);
+    pub fn on_event(&mut self, srv: &Server, ws: &WorkerStats, tr: &mut WorkerTrace, now: Time, budget: &ConnBudget, hangup: bool) -> Status {
+        let status = self.serve(srv, ws, tr, now, budget, hangup);
         self.account(budget);
         status
     }
@@ -369,7 +369,7 @@ impl Session {
         self.defer_reply(mark, self.swallow);
     }
 
-    fn serve(&mut self, srv: &Server, ws: &WorkerStats, obs: &mut Obs, now: Time, budget: &ConnBudget, hangup: bool) -> Status {
+    fn serve(&mut self, srv: &Server, ws: &WorkerStats, tr: &mut WorkerTrace, now: Time, budget: &ConnBudget, hangup: bool) -> Status {
         let mut read_budget = READ_BUDGET;
         // The last read took less than it was offered: the socket is empty.
         let mut drained = false;
@@ -394,7 +394,7 @@ impl Session {
             // Execute what is already buffered before reading more.
             if self.rstart < self.rend || self.swallow > 0 || self.dump.is_some() {
                 let before = self.rstart;
-                let yielded = self.process(srv, ws, obs, now, &mut allowance, budget);
+                let yielded = self.process(srv, ws, tr, now, &mut allowance, budget);
                 if self.watch.is_some() {
                     return Status::Watch;
                 }
@@ -527,11 +527,10 @@ impl Session {
 
     /// Execute the complete requests in the read buffer, at most `allowance`
     /// of them; true if it stopped because the allowance ran out.
-    fn process(&mut self, srv: &Server, ws: &WorkerStats, obs: &mut Obs, now: Time, allowance: &mut usize, budget: &ConnBudget) -> bool {
+    fn process(&mut self, srv: &Server, ws: &WorkerStats, tr: &mut WorkerTrace, now: Time, allowance: &mut usize, budget: &ConnBudget) -> bool {
         self.info.set_state(ConnState::ParseCmd);
         // Set again below if the request at the front is still incomplete.
         self.need = 0;
-        crate::trace::watch::enter(self.info.fd, now);
         loop {
             if self.swallow > 0 {
                 let n = self.swallow.min(self.rend - self.rstart);
@@ -550,7 +549,7 @@ impl Session {
                     return true;
                 }
                 *allowance -= 1;
-                if !self.dump_step(srv, obs, now) {
+                if !self.dump_step(srv, &tr.obs, now) {
                     break;
                 }
                 continue;
@@ -605,7 +604,7 @@ impl Session {
             }
             if self.wire == Wire::Binary {
                 let mark = self.out.len();
-                let mut cx = Ctx::new(srv, ws, obs, now).parking(self.parking());
+                let mut cx = Ctx::new(srv, ws, tr, self.info.fd, now).parking(self.parking());
                 let parsed = if srv.settings.sasl {
                     binary::parse_sasl(buf, &srv.limits, self.auth.authenticated())
                 } else {
@@ -667,7 +666,7 @@ impl Session {
                 continue;
             }
             let mark = self.out.len();
-            let mut cx = Ctx::new(srv, ws, obs, now).parking(self.parking());
+            let mut cx = Ctx::new(srv, ws, tr, self.info.fd, now).parking(self.parking());
             match triage(&mut cx, parse(buf, &srv.limits), &mut self.out) {
                 Step::Run(Request::Admin { command: AdminCommand::LruCrawler, args }, consumed)
                     if args.starts_with(b"metadump") =>
@@ -744,7 +743,7 @@ impl Session {
 
     /// Stream the next step of a metadump (or its END); false when the
     /// output must drain first.
-    fn dump_step(&mut self, srv: &Server, obs: &Obs, now: Time) -> bool {
+    fn dump_step(&mut self, srv: &Server, obs: &crate::trace::observe::Obs, now: Time) -> bool {
         let Some(d) = &mut self.dump else { return true };
         if self.out.len() - self.wstart > WRITE_HIGH_WATER {
             return false;

@@ -11,7 +11,7 @@ use crate::exec::output::Output;
 use crate::exec::Ctx;
 use crate::wire::binary::{self as binwire, BinStep};
 use crate::wire::text::{execute, triage, Step};
-use crate::trace::observe::Obs;
+use crate::trace::WorkerTrace;
 use crate::state::server::Server;
 use crate::state::stats::{bump, WorkerStats};
 use larder_proto::{binary, parse};
@@ -44,9 +44,9 @@ impl UdpHandler {
         }
     }
 
-    pub fn on_readable(&mut self, srv: &Server, ws: &WorkerStats, obs: &mut Obs, now: Time) {
+    pub fn on_readable(&mut self, srv: &Server, ws: &WorkerStats, tr: &mut WorkerTrace, now: Time) {
         // `watch` lines name the UDP socket as the client (memcached's cfd).
-        crate::trace::watch::enter(std::os::fd::AsRawFd::as_raw_fd(&self.socket), now);
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&self.socket);
         loop {
             let (n, peer) = match self.socket.recv_from(&mut self.rbuf) {
                 Ok(r) => r,
@@ -71,7 +71,7 @@ impl UdpHandler {
             while pos < n {
                 if is_binary {
                     let parsed = binary::parse(&self.rbuf[pos..n], &srv.limits);
-                    let mut cx = Ctx::new(srv, ws, obs, now);
+                    let mut cx = Ctx::new(srv, ws, tr, fd, now);
                     match binwire::triage(&mut cx, parsed, &mut self.out) {
                         BinStep::Run(request, consumed) => {
                             pos += consumed;
@@ -90,7 +90,7 @@ impl UdpHandler {
                     continue;
                 }
                 let parsed = parse(&self.rbuf[pos..n], &srv.limits);
-                let mut cx = Ctx::new(srv, ws, obs, now);
+                let mut cx = Ctx::new(srv, ws, tr, fd, now);
                 match triage(&mut cx, parsed, &mut self.out) {
                     Step::Run(request, consumed) => {
                         pos += consumed;

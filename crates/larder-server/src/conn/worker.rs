@@ -8,12 +8,15 @@
 //! store's wholly expired segments (`Store::reclaim_expired`), and worker 0
 //! runs the observer's housekeeping (`Observer::maintain`).
 //!
-//! The worker owns its [`Obs`] (its `ObserverWorker`): the executors feed it
-//! per request; it acknowledges the observer before blocking in `poll`
-//! (`quiesce`), and it times requests with one clock reading per session
-//! event (see `observe.rs`).
+//! The worker owns its [`WorkerTrace`] (its `ObserverWorker` and its side of
+//! the `watch` log) and lends it to each request; the executors feed it,
+//! and so do the store's departure reports of the calls they make. It
+//! acknowledges the observer before blocking in `poll` (`quiesce`), and it
+//! times requests with one clock reading per session event (see
+//! `observe.rs`).
 
-use crate::trace::observe::Obs;
+use crate::trace::observe::{Departed, Obs};
+use crate::trace::WorkerTrace;
 use crate::net::registry::ConnInfo;
 use crate::state::server::Server;
 use crate::conn::session::{Session, Status};
@@ -76,7 +79,7 @@ pub struct Worker {
     /// earliest end of their windows.
     parked: Vec<Token>,
     parked_until: Option<Instant>,
-    obs: Obs,
+    trace: WorkerTrace,
     /// Time each session event is measured from (the end of the previous).
     mark: Instant,
 }
@@ -92,7 +95,8 @@ impl Worker {
             poll.registry().register(&mut sock, Token(UDP_BASE + i), Interest::READABLE)?;
             udp.push(UdpHandler::new(sock, srv.budget.clone()));
         }
-        let obs = Obs::new(srv.settings.observe.enabled, srv.clock.unix_now() - srv.clock.now() as i64);
+        let obs = Obs::new(&srv.observer, srv.settings.observe.enabled, srv.clock.unix_now() - srv.clock.now() as i64);
+        let trace = WorkerTrace { obs, log: srv.log.worker_log() };
         let worker = Worker {
             id,
             srv,
@@ -104,14 +108,13 @@ impl Worker {
             udp,
             parked: Vec::new(),
             parked_until: None,
-            obs,
+            trace,
             mark: Instant::now(),
         };
         Ok((worker, inbox))
     }
 
     pub fn run(mut self) {
-        self.obs.attach(&self.srv.observer);
         let mut events = Events::with_capacity(1024);
         // Sessions to run again next turn, and this turn's copy; swapped,
         // never re-created, so a yielding connection costs no allocation.
@@ -124,7 +127,7 @@ impl Worker {
             let timeout = if again.is_empty() { self.parked_timeout(Duration::from_millis(500)) } else { Duration::ZERO };
             if !timeout.is_zero() {
                 // About to block: let the observer's housekeeping proceed.
-                self.obs.quiesce();
+                self.trace.obs.quiesce();
             }
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != std::io::ErrorKind::Interrupted {
@@ -137,7 +140,7 @@ impl Worker {
                 return;
             }
             let now = srv.clock.now();
-            if self.obs.enabled() {
+            if self.trace.obs.enabled() {
                 // (observe=off reads no clock for latency at all)
                 self.mark = Instant::now();
             }
@@ -148,7 +151,7 @@ impl Worker {
                     self.adopt_new(now, &mut again);
                 } else if token.0 >= UDP_BASE {
                     if let Some(h) = self.udp.get_mut(token.0 - UDP_BASE) {
-                        h.on_readable(&srv, ws, &mut self.obs, now);
+                        h.on_readable(&srv, ws, &mut self.trace, now);
                     }
                 } else {
                     rerun.retain(|t| *t != token);
@@ -172,15 +175,17 @@ impl Worker {
                 last_sweep = now;
                 self.sweep_idle(now);
                 // Expired segments go back to the pool now, not when memory
-                // runs out (each worker takes its share of the shards; here,
-                // so that departures reach this worker's observer). Items in
+                // runs out (each worker takes its share of the shards, and
+                // hears of what leaves with them). Items in
                 // grace (`-o grace`) are kept as long as it lasts. And every
                 // segment for RECLAIM_AFTER seconds past its expiry: a client
                 // that reads an item right after it expired (or one stored
                 // already expired, as memcached's stats.t does) must find it
                 // expired (`get_expired`), not gone (a plain miss).
                 let horizon = now.saturating_sub(srv.settings.grace.longest().max(RECLAIM_AFTER));
-                srv.store.reclaim_expired(horizon, self.id, srv.settings.threads);
+                let WorkerTrace { obs, log } = &mut self.trace;
+                let d = Departed { obs, log, now };
+                srv.store.reporting(d).reclaim_expired(horizon, self.id, srv.settings.threads);
                 if self.id == 0 {
                     srv.observer.maintain();
                 }
@@ -192,10 +197,10 @@ impl Worker {
         let srv = &*self.srv;
         let ws = &srv.stats.workers[self.id];
         let Some(Some(session)) = self.sessions.get_mut(token.0) else { return };
-        let status = session.on_event(srv, ws, &mut self.obs, now, &srv.budget, hangup);
-        if session.served > 0 && self.obs.enabled() {
+        let status = session.on_event(srv, ws, &mut self.trace, now, &srv.budget, hangup);
+        if session.served > 0 && self.trace.obs.enabled() {
             let t = Instant::now();
-            self.obs.latency(t.duration_since(self.mark).as_nanos() as u64, session.served);
+            self.trace.obs.latency(t.duration_since(self.mark).as_nanos() as u64, session.served);
             session.served = 0;
             self.mark = t;
         }
@@ -256,7 +261,7 @@ impl Worker {
                 self.free.push(slot);
                 continue;
             }
-            self.srv.log.conn_new(session.info.fd, &session.info.addr);
+            self.trace.log.conn_new(session.info.fd, &session.info.addr);
             self.sessions[slot] = Some(session);
             if let Some(w) = self.writable.get_mut(slot) {
                 *w = false;
@@ -288,7 +293,7 @@ impl Worker {
             }
             session.release(&self.srv.budget);
             session.stream_mut().abandon();
-            self.srv.log.conn_close(session.info.fd, &session.info.addr, session.close_reason);
+            self.trace.log.conn_close(session.info.fd, &session.info.addr, session.close_reason);
             let _ = session.stream_mut().deregister(self.poll.registry());
             self.srv.registry.remove(session.info.fd);
             self.srv.stats.conns.curr_connections.fetch_sub(1, Relaxed);

@@ -53,11 +53,11 @@ pub fn arith(cx: &mut Ctx<'_>, a: &Arith<'_>) -> Counted {
     let now = cx.now;
     let ws = cx.ws;
     let (hits, misses) = if a.incr { (&ws.incr_hits, &ws.incr_misses) } else { (&ws.decr_hits, &ws.decr_misses) };
-    crate::trace::watch::fetch_first(&srv.log, &srv.store, a.key, now);
+    crate::trace::watch::fetch_first(cx.trace(), &mut cx.store(), a.key, now);
     let (outcome, charge) = if cx.in_flush_second() {
         (ArithOutcome::NotFound, larder_store::Charge::default())
     } else {
-        srv.store.arith_charged(a.key, now, a.incr, a.delta, a.cas, a.new_cas)
+        cx.store().arith_charged(a.key, now, a.incr, a.delta, a.cas, a.new_cas)
     };
     match outcome {
         ArithOutcome::Value { value, cas, exptime } => {
@@ -66,7 +66,7 @@ pub fn arith(cx: &mut Ctx<'_>, a: &Arith<'_>) -> Counted {
             let mut after = exptime;
             if let Some(t) = a.touch {
                 after = t;
-                srv.store.touch(a.key, now, t);
+                cx.store().touch(a.key, now, t);
             }
             srv.note_write(a.key);
             Counted::Value { value, cas: cx.visible_cas(cas), exptime_before: exptime, exptime_after: after }
@@ -91,11 +91,11 @@ fn create(cx: &mut Ctx<'_>, a: &Arith<'_>, initial: u64, exptime: Time) -> Count
     let mut digits = [0u8; 20];
     let text = decimal(initial, &mut digits);
     let opts = WriteOptions { new_cas: a.new_cas, key_binary: a.key_binary, ..WriteOptions::default() };
-    let prior = crate::trace::watch::before_store(&srv.log, &srv.store, a.key, now, Mode::Add);
+    let prior = crate::trace::watch::before_store(cx.trace(), &mut cx.store(), a.key, now, Mode::Add);
     let write = larder_store::Write { mode: Mode::Add, key: a.key, flags: 0, exptime, value: text };
-    let (result, charge) = srv.store.write(&write, now, &opts);
+    let (result, charge) = cx.store().write(&write, now, &opts);
     let cmd = larder_observe::watch::StoreCmd::Add;
-    crate::trace::watch::after_store(&srv.log, a.key, prior, cmd, &result, exptime, text.len(), now);
+    crate::trace::watch::after_store(cx.trace(), a.key, prior, cmd, &result, exptime, text.len(), now);
     match result {
         StoreResult::Stored(cas) => {
             cx.obs.stored(a.key, charge, now, exptime);

@@ -25,13 +25,13 @@ pub fn delete(cx: &mut Ctx<'_>, key: &[u8], cas: Option<u64>, invalidate: Option
     let srv = cx.srv;
     let now = cx.now;
     srv.note_write(key);
-    crate::trace::watch::fetch_first(&srv.log, &srv.store, key, now);
+    crate::trace::watch::fetch_first(cx.trace(), &mut cx.store(), key, now);
     let (outcome, charge) = if cx.in_flush_second() {
         (DeleteOutcome::NotFound, larder_store::Charge::default())
     } else if let Some(inv) = invalidate {
-        srv.store.invalidate_charged(key, now, cas, inv.exptime, inv.new_cas)
+        cx.store().invalidate_charged(key, now, cas, inv.exptime, inv.new_cas)
     } else {
-        srv.store.delete_charged(key, now, cas)
+        cx.store().delete_charged(key, now, cas)
     };
     let deleted = outcome == DeleteOutcome::Deleted;
     if invalidate.is_some() && deleted {

@@ -39,19 +39,24 @@ pub mod sasl;
 pub mod store;
 pub mod touch;
 
-use crate::trace::observe::Obs;
+use crate::trace::observe::{Departed, Obs};
+use crate::trace::watch::{Trace, WorkerLog};
+use crate::trace::WorkerTrace;
 use crate::state::server::Server;
 use crate::state::stats::WorkerStats;
 use crate::state::coalesce::Ticket;
-use larder_store::Time;
+use larder_store::{Reporting, Time};
 
 /// Everything a command runs with: the server, the calling worker's
-/// counters and accounting, the request's server time, and whether a read
-/// may be parked (`-o coalesce`).
+/// counters, accounting and `watch` log, the client's fd (`cfd=` of its
+/// watch lines), the request's server time, and whether a read may be
+/// parked (`-o coalesce`).
 pub struct Ctx<'a> {
     pub srv: &'a Server,
     pub ws: &'a WorkerStats,
     pub obs: &'a mut Obs,
+    pub log: &'a WorkerLog,
+    pub fd: i32,
     pub now: Time,
     pub parking: Parking,
     /// Set by a read that parked: what releases it (see [`After::Parked`]).
@@ -72,8 +77,24 @@ pub enum Parking {
 }
 
 impl<'a> Ctx<'a> {
-    pub fn new(srv: &'a Server, ws: &'a WorkerStats, obs: &'a mut Obs, now: Time) -> Ctx<'a> {
-        Ctx { srv, ws, obs, now, parking: Parking::Never, ticket: None }
+    /// A request from client `fd` at `now`, served by the worker that owns
+    /// `ws` and `tr`.
+    pub fn new(srv: &'a Server, ws: &'a WorkerStats, tr: &'a mut WorkerTrace, fd: i32, now: Time) -> Ctx<'a> {
+        let WorkerTrace { obs, log } = tr;
+        Ctx { srv, ws, obs, log, fd, now, parking: Parking::Never, ticket: None }
+    }
+
+    /// The store, reporting what leaves it during the call (evictions,
+    /// expiries, …) to this worker's accounting and `watch` log.
+    #[inline]
+    pub fn store(&mut self) -> Reporting<'a, Departed<'_>> {
+        self.srv.store.reporting(Departed { obs: &mut *self.obs, log: self.log, now: self.now })
+    }
+
+    /// Where this request's `watch` lines go.
+    #[inline]
+    pub fn trace(&self) -> Trace<'a> {
+        Trace { log: self.log, fd: self.fd }
     }
 
     /// The same context, for a connection that can hold a parked request.

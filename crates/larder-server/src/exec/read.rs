@@ -68,8 +68,8 @@ pub fn read(cx: &mut Ctx<'_>, key: &[u8], touch: Option<Time>, encode: impl FnOn
             sizes(item)
         };
         match touch {
-            None => srv.store.get(key, now, write),
-            Some(exp) => srv.store.get_and_touch(key, now, exp, write),
+            None => cx.store().get(key, now, write),
+            Some(exp) => cx.store().get_and_touch(key, now, exp, write),
         }
     };
     if let (Some((conn, seen)), false, false) = (seen, refills, matches!(found, Lookup::Hit(_))) {
@@ -80,7 +80,7 @@ pub fn read(cx: &mut Ctx<'_>, key: &[u8], touch: Option<Time>, encode: impl FnOn
         }
     }
     bump(&cx.ws.cmd_get, 1);
-    crate::trace::watch::fetched(&srv.log, key, &found, |h| Some(h.0));
+    crate::trace::watch::fetched(cx.trace(), key, &found, |h| Some(h.0));
     let ws = cx.ws;
     match &found {
         Lookup::Hit((vlen, bytes)) => {
@@ -121,7 +121,7 @@ fn graced(cx: &mut Ctx<'_>, key: &[u8], grace: Time, encode: impl FnOnce(&Item<'
     let now = cx.now;
     let cas_enabled = srv.settings.cas_enabled;
     let mut verdict = None;
-    let found = srv.store.get_graced(key, now, grace, |item, stale| {
+    let found = cx.store().get_graced(key, now, grace, |item, stale| {
         if stale {
             let v = srv.winners.on_stale_read(key, now, srv.settings.grace.lease);
             let serve = v == Verdict::Serve;
@@ -165,7 +165,6 @@ pub enum MetaRead {
 /// `mg`: a read with the meta protocol's options (see [`MetaGet`]).
 /// `encode` writes the item (hit or vivified) under the shard lock.
 pub fn meta_get(cx: &mut Ctx<'_>, key: &[u8], opts: &MetaGet, encode: impl FnOnce(&MetaItem<'_>)) -> MetaRead {
-    let srv = cx.srv;
     let now = cx.now;
     let ws = cx.ws;
     bump(&ws.cmd_get, 1);
@@ -175,13 +174,13 @@ pub fn meta_get(cx: &mut Ctx<'_>, key: &[u8], opts: &MetaGet, encode: impl FnOnc
     let found = if cx.in_flush_second() {
         Lookup::Flushed
     } else {
-        srv.store.meta_get(key, now, opts, |m| {
+        cx.store().meta_get(key, now, opts, |m| {
             encode(m);
             (m.created, m.item.value.len(), m.size)
         })
     };
     // A vivified item (N) was a miss.
-    crate::trace::watch::fetched(&srv.log, key, &found, |h| (!h.0).then_some(h.1));
+    crate::trace::watch::fetched(cx.trace(), key, &found, |h| (!h.0).then_some(h.1));
     match found {
         Lookup::Hit((true, _, bytes)) => {
             cx.obs.get(key, None, now);
@@ -217,16 +216,16 @@ pub fn meta_get(cx: &mut Ctx<'_>, key: &[u8], opts: &MetaGet, encode: impl FnOnc
 /// `me`: what the store knows about one item, without counting an access.
 /// Returns whether it was there.
 pub fn inspect(cx: &mut Ctx<'_>, key: &[u8], encode: impl FnOnce(&MetaItem<'_>)) -> bool {
-    let srv = cx.srv;
     let found = if cx.in_flush_second() {
         Lookup::Flushed
     } else {
         let opts = MetaGet { bump: false, ..MetaGet::default() };
-        srv.store.meta_get(key, cx.now, &opts, |m| {
+        let now = cx.now;
+        cx.store().meta_get(key, now, &opts, |m| {
             encode(m);
             m.item.value.len()
         })
     };
-    crate::trace::watch::fetched(&srv.log, key, &found, |n| Some(*n));
+    crate::trace::watch::fetched(cx.trace(), key, &found, |n| Some(*n));
     matches!(found, Lookup::Hit(_))
 }

@@ -39,11 +39,11 @@ pub fn store(cx: &mut Ctx<'_>, w: &Write<'_>) -> StoreResult {
     let srv = cx.srv;
     let now = cx.now;
     let ws = cx.ws;
-    let prior = crate::trace::watch::before_store(&srv.log, &srv.store, w.key, now, w.mode);
+    let prior = crate::trace::watch::before_store(cx.trace(), &mut cx.store(), w.key, now, w.mode);
     let write = larder_store::Write { mode: w.mode, key: w.key, flags: w.flags, exptime: w.exptime, value: w.data };
-    let (result, charge) = srv.store.write(&write, now, &w.opts);
+    let (result, charge) = cx.store().write(&write, now, &w.opts);
     let cmd = crate::trace::watch::store_cmd(w.mode, w.opts.cas.is_some());
-    crate::trace::watch::after_store(&srv.log, w.key, prior, cmd, &result, w.exptime, w.data.len(), now);
+    crate::trace::watch::after_store(cx.trace(), w.key, prior, cmd, &result, w.exptime, w.data.len(), now);
     match result {
         StoreResult::Stored(_) => {
             srv.note_write(w.key);
@@ -78,7 +78,8 @@ pub fn store(cx: &mut Ctx<'_>, w: &Write<'_>) -> StoreResult {
 /// of a `set` as a failed store would.
 pub fn refuse_too_large(cx: &mut Ctx<'_>, key: &[u8], cmd: StoreCmd) {
     bump(&cx.ws.store_too_large, 1);
-    crate::trace::watch::rejected_store(&cx.srv.log, &cx.srv.store, key, cmd, cx.now);
+    let now = cx.now;
+    crate::trace::watch::rejected_store(cx.trace(), &mut cx.store(), key, cmd, now);
     if cmd == StoreCmd::Set {
         drop_after_failed_set(cx, Mode::Set, key);
     }
@@ -89,8 +90,9 @@ pub fn refuse_too_large(cx: &mut Ctx<'_>, key: &[u8], cmd: StoreCmd) {
 /// inside a failed set; this covers refusals before the store was asked.)
 fn drop_after_failed_set(cx: &mut Ctx<'_>, mode: Mode, key: &[u8]) {
     if mode == Mode::Set {
-        // reported to the departure hook (per-prefix bytes stay exact)
-        cx.srv.store.drop_after_failed_set(key, cx.now);
+        // reported as a departure (per-prefix bytes stay exact)
+        let now = cx.now;
+        cx.store().drop_after_failed_set(key, now);
         cx.srv.note_write(key);
     }
 }

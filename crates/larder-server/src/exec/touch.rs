@@ -21,12 +21,12 @@ pub fn touch(cx: &mut Ctx<'_>, key: &[u8], exptime: Time) -> Option<Touched> {
     let found = if cx.in_flush_second() {
         Lookup::Flushed
     } else {
-        srv.store.get_and_touch(key, now, exptime, |item| {
+        cx.store().get_and_touch(key, now, exptime, |item| {
             let touched = Touched { flags: item.flags, cas: if cas_enabled { item.cas } else { 0 } };
             (touched, item_bytes(key.len(), item.value.len(), item.flags), item.value.len())
         })
     };
-    crate::trace::watch::fetched(&srv.log, key, &found, |h| Some(h.2));
+    crate::trace::watch::fetched(cx.trace(), key, &found, |h| Some(h.2));
     match found {
         Lookup::Hit((touched, bytes, _)) => {
             cx.obs.touched(key, bytes, now, exptime);

@@ -26,6 +26,7 @@
 //! generation and then reads the count (both sequentially consistent), so at
 //! least one of them sees the other.
 
+use crate::state::keyhash::KeyHash;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -115,7 +116,7 @@ pub struct CoalesceStats {
 pub struct Coalescer {
     pub config: CoalesceConfig,
     slots: Box<[Slot]>,
-    seed: u64,
+    hash: KeyHash,
     epoch: Instant,
     flush_gen: AtomicU32,
     parked_now: AtomicU32,
@@ -129,16 +130,11 @@ pub struct Coalescer {
 
 impl Coalescer {
     pub fn new(config: CoalesceConfig, workers: usize) -> Coalescer {
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0x2545_f491_4f6c_dd1d)
-            | 1;
         let slots = if config.enabled() { SLOTS } else { 0 };
         Coalescer {
             config,
             slots: (0..slots).map(|_| Slot::default()).collect(),
-            seed,
+            hash: KeyHash::new(),
             epoch: Instant::now(),
             flush_gen: AtomicU32::new(0),
             parked_now: AtomicU32::new(0),
@@ -164,13 +160,7 @@ impl Coalescer {
     }
 
     fn slot_of(&self, key: &[u8]) -> (usize, u32) {
-        // FNV-1a, seeded: spreads keys over slots; collisions are harmless.
-        let mut h = 0xcbf2_9ce4_8422_2325u64 ^ self.seed;
-        for &b in key {
-            h ^= b as u64;
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        h ^= h >> 29;
+        let h = self.hash.hash(key);
         ((h as usize) & (SLOTS - 1), ((h >> 32) as u32) | 1)
     }
 

@@ -13,6 +13,7 @@
 //! no lock. Two keys sharing a slot can only cause an extra winner (one more
 //! recompute), never a wrong value: values always come from the store.
 
+use crate::state::keyhash::KeyHash;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 const SLOTS: usize = 4096;
@@ -62,7 +63,7 @@ pub enum Verdict {
 
 pub struct Winners {
     slots: Box<[AtomicU64]>,
-    seed: u64,
+    hash: KeyHash,
 }
 
 impl Default for Winners {
@@ -73,26 +74,11 @@ impl Default for Winners {
 
 impl Winners {
     pub fn new() -> Winners {
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0x9e37_79b9_7f4a_7c15)
-            | 1;
-        Winners { slots: (0..SLOTS).map(|_| AtomicU64::new(0)).collect(), seed }
-    }
-
-    fn hash(&self, key: &[u8]) -> u64 {
-        // FNV-1a, seeded: spreads keys over slots; collisions are harmless.
-        let mut h = 0xcbf2_9ce4_8422_2325u64 ^ self.seed;
-        for &b in key {
-            h ^= b as u64;
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        h ^ (h >> 29)
+        Winners { slots: (0..SLOTS).map(|_| AtomicU64::new(0)).collect(), hash: KeyHash::new() }
     }
 
     fn slot(&self, key: &[u8]) -> (&AtomicU64, u64) {
-        let h = self.hash(key);
+        let h = self.hash.hash(key);
         let tag = (h >> 48) | 1; // never 0, so an empty slot matches no key
         (&self.slots[(h as usize) & (SLOTS - 1)], tag)
     }

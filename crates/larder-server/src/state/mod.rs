@@ -3,7 +3,7 @@
 //! aggregate (store, clock, counters, observer, watch logger, grace
 //! winners, connection registry), the [`clock`], the request [`stats`] and
 //! grace mode's winner table ([`grace`]), coalesced cold misses
-//! ([`coalesce`]), the connection-memory budget ([`budget`]), the warm
+//! ([`coalesce`]) and the key hash both use ([`keyhash`]), the connection-memory budget ([`budget`]), the warm
 //! restart's snapshot file ([`persist`]), `-Y`'s credentials
 //! ([`authfile`]), `-S`'s Cyrus SASL library ([`sasl`]) and `-Z`'s TLS
 //! settings and rustls configuration ([`tls`]).
@@ -14,6 +14,7 @@ pub mod clock;
 pub mod coalesce;
 pub mod config;
 pub mod grace;
+pub mod keyhash;
 pub mod persist;
 pub mod sasl;
 pub mod server;

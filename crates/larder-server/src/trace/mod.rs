@@ -12,3 +12,12 @@
 
 pub mod observe;
 pub mod watch;
+
+/// What one worker records about the requests it serves: its half of the
+/// observer and its side of the `watch` log. The worker owns it and lends
+/// it to each request ([`crate::exec::Ctx`]) and, through the request, to
+/// the store's departure reports: nothing of it hides in thread-locals.
+pub struct WorkerTrace {
+    pub obs: observe::Obs,
+    pub log: watch::WorkerLog,
+}

@@ -11,12 +11,13 @@
 //!   [`Time`]. The offset between the two is fixed at worker start
 //!   (`debugtime` shifts both alike).
 //! * Items that leave the store on their own (evicted, expired, flushed)
-//!   are reported by the store's departure hook ([`install_departure_hook`]),
-//!   which runs inside the store call of whichever worker caused it. So the
-//!   worker's `ObserverWorker` lives in a thread-local of the worker thread
-//!   ([`Obs::attach`]), reachable both from the executors (through [`Obs`])
-//!   and from the hook. A store call on a thread without one (none today:
-//!   only workers modify the store) would go unreported.
+//!   are reported by the store call that caused them, to the sink its
+//!   caller passed ([`Departed`], built by the request context from the
+//!   worker's [`Obs`] and its `watch` log): a worker's `ObserverWorker` is
+//!   a plain field of its `Obs`, reached only through the parameters it is
+//!   passed. Store calls made without a sink (the warm restart's load, at
+//!   start-up, which is accounted for afterwards from what it loaded) are
+//!   not reported.
 //! * `-o observe=off` leaves the worker without an `ObserverWorker`: every
 //!   call is then a single predictable branch (used to measure what the
 //!   accounting costs).
@@ -24,7 +25,7 @@
 //! Per-prefix `items`/`bytes` follow the store exactly: every way an item
 //! arrives, grows or leaves is reported (storage commands here, evictions,
 //! expiries, moves and the old values failed sets drop through the store's
-//! departure hook), and the rows always sum to `stats` `curr_items`/`bytes`
+//! departures, reported to the worker that caused them), and the rows always sum to `stats` `curr_items`/`bytes`
 //! (tests/observe.rs). Differences from memcached and costs to know:
 //! * meta commands (`mg ms md`) count in memcached's `stats detail` counters
 //!   here; memcached counts only text and binary get/set/delete there.
@@ -38,78 +39,54 @@
 //! what a client sees of the server; it does not include time queued in the
 //! kernel before the worker woke up.
 
-use crate::trace::watch::Logger;
-use larder_observe::observer::ObserverWorker;
-use larder_store::{Charge, DepartedItem, Departure, Time};
-use std::cell::RefCell;
-use std::sync::Arc;
+use crate::trace::watch::WorkerLog;
+use larder_observe::observer::{Observer, ObserverWorker};
+use larder_store::{Charge, DepartedItem, Departure, Departures, Time};
 
-std::thread_local! {
-    /// This worker thread's half of the observer.
-    static WORKER: RefCell<Option<ObserverWorker>> = const { RefCell::new(None) };
+/// The departure sink of one store call made by a worker: evictions go to
+/// `watch evictions` (if anyone watches), and every departure to the
+/// worker's per-prefix accounting (if on). `now`: the call's server time
+/// (eviction lines print the item's TTL and idle time from it).
+pub struct Departed<'a> {
+    pub obs: &'a mut Obs,
+    pub log: &'a WorkerLog,
+    pub now: Time,
 }
 
-/// Run `f` on this thread's `ObserverWorker`, if it has one (and it is not
-/// already in use further up this thread's stack).
-#[inline]
-fn with_worker(f: impl FnOnce(&mut ObserverWorker)) {
-    WORKER.with(|w| {
-        if let Ok(mut g) = w.try_borrow_mut() {
-            if let Some(w) = g.as_mut() {
-                f(w);
-            }
-        }
-    });
-}
-
-/// Report the store's evictions, expiries and flushes to the worker whose
-/// store call caused them, and evictions to `watch evictions` (trace/watch.rs).
-/// `observe`: per-prefix accounting is on; `watch`: `watch` is allowed.
-pub fn install_departure_hook(store: &larder_store::Store, log: &Arc<Logger>, observe: bool, watch: bool) {
-    if !observe && !watch {
-        return;
-    }
-    let log = log.clone();
-    store.set_departure_hook(Some(Arc::new(move |key: &[u8], bytes: u64, why: Departure, item: &DepartedItem| {
+impl Departures for Departed<'_> {
+    #[inline]
+    fn departed(&mut self, key: &[u8], bytes: u64, why: Departure, item: &DepartedItem) {
         if why == Departure::Evicted {
-            log.eviction(key, item);
+            self.log.eviction(key, item, self.now);
         }
-        if observe {
-            with_worker(|w| match why {
-                Departure::Evicted => w.on_evict(key, bytes),
-                Departure::Expired | Departure::Flushed => w.on_expire(key, bytes),
-                Departure::Dropped => w.on_drop(key, bytes),
-                Departure::Moved => w.on_resize(key, bytes, 0),
-            })
-        }
-    })));
+        self.obs.with(|w| match why {
+            Departure::Evicted => w.on_evict(key, bytes),
+            Departure::Expired | Departure::Flushed => w.on_expire(key, bytes),
+            Departure::Dropped => w.on_drop(key, bytes),
+            Departure::Moved => w.on_resize(key, bytes, 0),
+        })
+    }
 }
 
+/// One worker's half of the observer (`None` under `-o observe=off`).
 pub struct Obs {
-    on: bool,
+    worker: Option<ObserverWorker>,
     /// unix seconds = relative time + offset.
     offset: i64,
 }
 
 impl Obs {
-    /// `on`: accounting enabled; `unix_offset`: unix seconds minus the
-    /// server's relative time.
-    pub fn new(on: bool, unix_offset: i64) -> Obs {
-        Obs { on, offset: unix_offset }
-    }
-
-    /// Give the calling (worker) thread its `ObserverWorker`.
-    pub fn attach(&self, observer: &larder_observe::observer::Observer) {
-        if self.on {
-            let w = observer.worker();
-            WORKER.with(|c| *c.borrow_mut() = Some(w));
-        }
+    /// `on`: accounting enabled (the worker's half of `observer` is made
+    /// only then); `unix_offset`: unix seconds minus the server's relative
+    /// time.
+    pub fn new(observer: &Observer, on: bool, unix_offset: i64) -> Obs {
+        Obs { worker: on.then(|| observer.worker()), offset: unix_offset }
     }
 
     #[inline]
-    fn with(&self, f: impl FnOnce(&mut ObserverWorker)) {
-        if self.on {
-            with_worker(f);
+    fn with(&mut self, f: impl FnOnce(&mut ObserverWorker)) {
+        if let Some(w) = self.worker.as_mut() {
+            f(w);
         }
     }
 
@@ -186,7 +163,7 @@ impl Obs {
     /// Whether accounting is on (`-o observe=off` turns it off).
     #[inline]
     pub fn enabled(&self) -> bool {
-        self.on
+        self.worker.is_some()
     }
 
     /// `requests` requests took `ns` together.

@@ -11,8 +11,12 @@
 //! ```text
 //! worker ──encode line──▶ its ThreadLog (bounded, own mutex) ──┐
 //! worker ──encode line──▶ its ThreadLog                        ├─▶ logger thread ──▶ each watcher's
-//! store departure hook (evictions, on the worker's thread) ──▶ ┘    (swap, route)      bounded buffer ──▶ socket
+//! store departures (evictions, reported to the calling worker) ┘    (swap, route)      bounded buffer ──▶ socket
 //! ```
+//!
+//! A worker reaches its own buffer through its [`WorkerLog`], which it
+//! owns and passes down explicitly (in the request context, and in the
+//! departure sink the store reports evictions to): no thread-local state.
 //!
 //! * **Nobody watching costs one relaxed atomic load** per potential event:
 //!   [`Logger::on`] reads the union of the kinds all current watchers asked
@@ -52,7 +56,7 @@
 //!   memcached's `cmd=` (a `C`/CAS turns set/replace into `cas`). incr,
 //!   decr, touch and delete log no `item_store`.
 //! * `evictions`: one line per item evicted to make room (the store's
-//!   departure hook); items that expired or were flushed are not logged,
+//!   departure reports); items that expired or were flushed are not logged,
 //!   as memcached logs only LRU evictions.
 //! * `connevents`: `conn_new` when a worker adopts a TCP or Unix
 //!   connection, `conn_close` with memcached's reason (`normal`: the
@@ -81,9 +85,9 @@
 use crate::net::registry::{ConnInfo, ConnState};
 use crate::net::stream::Stream;
 use larder_observe::watch::{self as enc, GetStatus, StoreCmd, StoreStatus, Timestamp, WatchFlags};
-use larder_store::{DepartedItem, Lookup, Mode, Store, StoreResult, Time};
+use larder_store::{DepartedItem, Departures, Lookup, Mode, Reporting, StoreResult, Time};
 use mio::{Events, Poll, Token, Waker};
-use std::cell::{Cell, RefCell};
+use std::cell::OnceCell;
 use std::io;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -136,25 +140,6 @@ impl CloseReason {
             CloseReason::Shutdown => b"shutdown",
         }
     }
-}
-
-std::thread_local! {
-    /// The connection being served on this thread (its fd: `cfd=`) and the
-    /// request's server time (for eviction lines, which the store reports
-    /// from inside a call). Set once per session event by [`enter`].
-    static CTX: Cell<(i32, Time)> = const { Cell::new((-1, 0)) };
-    /// This thread's buffer, and which logger it belongs to.
-    static MINE: RefCell<Option<(usize, Arc<ThreadLog>)>> = const { RefCell::new(None) };
-}
-
-/// A worker starts serving connection `fd` at server time `now`.
-#[inline]
-pub fn enter(fd: i32, now: Time) {
-    CTX.with(|c| c.set((fd, now)));
-}
-
-fn cfd() -> i32 {
-    CTX.with(|c| c.get().0)
 }
 
 /// One thread's encoded entries, waiting for the logger thread.
@@ -281,32 +266,27 @@ impl Logger {
     // ---------------------------------------------------------------------
     // Events (callers check `on` first through the inline wrappers).
 
-    /// Appends one entry to this thread's buffer, or counts it dropped.
-    #[cold]
-    #[inline(never)]
-    fn put(&self, kind: u32, encode: &mut dyn FnMut(&mut Vec<u8>, Timestamp, u64)) {
-        let me = self as *const Logger as usize;
-        MINE.with(|m| {
-            let mut m = m.borrow_mut();
-            if m.as_ref().is_none_or(|(owner, _)| *owner != me) {
-                *m = Some((me, self.register_thread()));
-            }
-            let t = &m.as_ref().unwrap().1;
-            let mut e = lock(&t.buf);
-            if e.data.len() + ENTRY_HEAD + MAX_LINE > self.worker_buf {
-                e.dropped += 1;
-                return;
-            }
-            let gid = self.gid.fetch_add(1, Relaxed) + 1;
-            let at = e.data.len();
-            e.data.push(kind as u8);
-            e.data.extend_from_slice(&gid.to_le_bytes());
-            e.data.extend_from_slice(&[0; 4]);
-            encode(&mut e.data, Timestamp::now(), gid);
-            let len = (e.data.len() - at - ENTRY_HEAD) as u32;
-            e.data[at + 9..at + ENTRY_HEAD].copy_from_slice(&len.to_le_bytes());
-            e.written += 1;
-        });
+    /// Appends one entry to thread buffer `t`, or counts it dropped.
+    fn put(&self, t: &ThreadLog, kind: u32, encode: &mut dyn FnMut(&mut Vec<u8>, Timestamp, u64)) {
+        let mut e = lock(&t.buf);
+        if e.data.len() + ENTRY_HEAD + MAX_LINE > self.worker_buf {
+            e.dropped += 1;
+            return;
+        }
+        let gid = self.gid.fetch_add(1, Relaxed) + 1;
+        let at = e.data.len();
+        e.data.push(kind as u8);
+        e.data.extend_from_slice(&gid.to_le_bytes());
+        e.data.extend_from_slice(&[0; 4]);
+        encode(&mut e.data, Timestamp::now(), gid);
+        let len = (e.data.len() - at - ENTRY_HEAD) as u32;
+        e.data[at + 9..at + ENTRY_HEAD].copy_from_slice(&len.to_le_bytes());
+        e.written += 1;
+    }
+
+    /// A worker's handle on this logger (see [`WorkerLog`]).
+    pub fn worker_log(self: &Arc<Logger>) -> WorkerLog {
+        WorkerLog { log: self.clone(), buf: OnceCell::new() }
     }
 
     fn register_thread(&self) -> Arc<ThreadLog> {
@@ -317,58 +297,6 @@ impl Logger {
         lock(&self.threads).push(t.clone());
         self.threads_gen.fetch_add(1, Relaxed);
         t
-    }
-
-    /// `type=item_get`; `hit`: the value length of a found item.
-    #[inline]
-    pub fn item_get(&self, key: &[u8], status: GetStatus, size: usize) {
-        if self.on(FETCHERS) {
-            let clsid = (status == GetStatus::Found) as u32;
-            self.put(FETCHERS, &mut |out, ts, gid| enc::item_get(out, ts, gid, key, status, clsid, cfd(), size as u64));
-        }
-    }
-
-    /// `type=item_store` of a command that reached the store.
-    #[inline]
-    pub fn item_store(&self, key: &[u8], status: StoreStatus, cmd: StoreCmd, ttl: u32, size: usize) {
-        if self.on(MUTATIONS) {
-            self.put(MUTATIONS, &mut |out, ts, gid| enc::item_store(out, ts, gid, key, status, cmd, ttl, 1, cfd(), size as u64));
-        }
-    }
-
-    /// `type=item_store` of a command refused before its item existed
-    /// (memcached's shifted arguments: see the module docs).
-    fn item_store_refused(&self, key: &[u8], status: StoreStatus, cmd: StoreCmd) {
-        if self.on(MUTATIONS) {
-            let fd = cfd();
-            self.put(MUTATIONS, &mut |out, ts, gid| enc::item_store(out, ts, gid, key, status, cmd, 0, fd as u32 & 0xff, fd, 0));
-        }
-    }
-
-    /// `type=eviction` (from the store's departure hook).
-    #[inline]
-    pub fn eviction(&self, key: &[u8], it: &DepartedItem) {
-        if self.on(EVICTIONS) {
-            let now = CTX.with(|c| c.get().1);
-            let ttl = if it.exptime == 0 { -1 } else { it.exptime as i64 - now as i64 };
-            let la = it.idle(now);
-            self.put(EVICTIONS, &mut |out, ts, gid| enc::eviction(out, ts, gid, key, it.fetched, ttl, la, 1, it.value_len as u64));
-        }
-    }
-
-    /// `type=conn_new` for a client connection (`addr`: the registry's
-    /// label, `tcp:1.2.3.4:5`, `tcp6:[::1]:5` or `unix:...`).
-    pub fn conn_new(&self, fd: i32, addr: &str) {
-        if self.on(CONNEVENTS) {
-            self.put(CONNEVENTS, &mut |out, ts, gid| conn_line(out, ts, gid, b"conn_new", addr, None, fd));
-        }
-    }
-
-    /// `type=conn_close`.
-    pub fn conn_close(&self, fd: i32, addr: &str, reason: CloseReason) {
-        if self.on(CONNEVENTS) {
-            self.put(CONNEVENTS, &mut |out, ts, gid| conn_line(out, ts, gid, b"conn_close", addr, Some(reason), fd));
-        }
     }
 
     // ---------------------------------------------------------------------
@@ -425,6 +353,102 @@ impl Logger {
     }
 }
 
+/// One worker's side of the logger: its own entry buffer (registered with
+/// the logger the first time the worker logs, so a server nobody watches
+/// holds none) and the event methods, each taking what the line needs —
+/// the client's fd (`cfd=`), the request's time — from its caller. Owned by
+/// the worker and passed down explicitly; not shared between threads.
+pub struct WorkerLog {
+    log: Arc<Logger>,
+    buf: OnceCell<Arc<ThreadLog>>,
+}
+
+impl WorkerLog {
+    /// Whether anyone watches any of `kinds` (see [`Logger::on`]).
+    #[inline]
+    pub fn on(&self, kinds: u32) -> bool {
+        self.log.on(kinds)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn put(&self, kind: u32, encode: &mut dyn FnMut(&mut Vec<u8>, Timestamp, u64)) {
+        let t = self.buf.get_or_init(|| self.log.register_thread());
+        self.log.put(t, kind, encode);
+    }
+
+    /// `type=item_get` for connection `fd`; `size`: the value length of a
+    /// found item.
+    #[inline]
+    pub fn item_get(&self, fd: i32, key: &[u8], status: GetStatus, size: usize) {
+        if self.on(FETCHERS) {
+            let clsid = (status == GetStatus::Found) as u32;
+            self.put(FETCHERS, &mut |out, ts, gid| enc::item_get(out, ts, gid, key, status, clsid, fd, size as u64));
+        }
+    }
+
+    /// `type=item_store` of a command that reached the store.
+    #[inline]
+    pub fn item_store(&self, fd: i32, key: &[u8], status: StoreStatus, cmd: StoreCmd, ttl: u32, size: usize) {
+        if self.on(MUTATIONS) {
+            self.put(MUTATIONS, &mut |out, ts, gid| enc::item_store(out, ts, gid, key, status, cmd, ttl, 1, fd, size as u64));
+        }
+    }
+
+    /// `type=item_store` of a command refused before its item existed
+    /// (memcached's shifted arguments: see the module docs).
+    fn item_store_refused(&self, fd: i32, key: &[u8], status: StoreStatus, cmd: StoreCmd) {
+        if self.on(MUTATIONS) {
+            self.put(MUTATIONS, &mut |out, ts, gid| enc::item_store(out, ts, gid, key, status, cmd, 0, fd as u32 & 0xff, fd, 0));
+        }
+    }
+
+    /// `type=eviction` of an item evicted by a store call made at `now`
+    /// (reported through the worker's departure sink).
+    #[inline]
+    pub fn eviction(&self, key: &[u8], it: &DepartedItem, now: Time) {
+        if self.on(EVICTIONS) {
+            let ttl = if it.exptime == 0 { -1 } else { it.exptime as i64 - now as i64 };
+            let la = it.idle(now);
+            self.put(EVICTIONS, &mut |out, ts, gid| enc::eviction(out, ts, gid, key, it.fetched, ttl, la, 1, it.value_len as u64));
+        }
+    }
+
+    /// `type=conn_new` for a client connection (`addr`: the registry's
+    /// label, `tcp:1.2.3.4:5`, `tcp6:[::1]:5` or `unix:...`).
+    pub fn conn_new(&self, fd: i32, addr: &str) {
+        if self.on(CONNEVENTS) {
+            self.put(CONNEVENTS, &mut |out, ts, gid| conn_line(out, ts, gid, b"conn_new", addr, None, fd));
+        }
+    }
+
+    /// `type=conn_close`.
+    pub fn conn_close(&self, fd: i32, addr: &str, reason: CloseReason) {
+        if self.on(CONNEVENTS) {
+            self.put(CONNEVENTS, &mut |out, ts, gid| conn_line(out, ts, gid, b"conn_close", addr, Some(reason), fd));
+        }
+    }
+}
+
+/// Who logs a request's lines: the worker's log and the client's fd.
+#[derive(Clone, Copy)]
+pub struct Trace<'a> {
+    pub log: &'a WorkerLog,
+    pub fd: i32,
+}
+
+impl Trace<'_> {
+    #[inline]
+    fn on(&self, kinds: u32) -> bool {
+        self.log.on(kinds)
+    }
+
+    #[inline]
+    fn item_get(&self, key: &[u8], status: GetStatus, size: usize) {
+        self.log.item_get(self.fd, key, status, size);
+    }
+}
+
 /// `conn_new` / `conn_close` line (memcached's format).
 fn conn_line(out: &mut Vec<u8>, ts: Timestamp, gid: u64, ty: &[u8], addr: &str, reason: Option<CloseReason>, fd: i32) {
     // `tcp:1.2.3.4:5` / `tcp6:[::1]:5` / `unix:/path`; memcached prints a
@@ -451,7 +475,7 @@ pub struct Prior {
     exptime: Time,
 }
 
-fn peek(store: &Store, key: &[u8], now: Time) -> Prior {
+fn peek(store: &mut Reporting<'_, impl Departures>, key: &[u8], now: Time) -> Prior {
     match store.peek(key, now, |it| (it.value.len(), it.exptime)) {
         Lookup::Hit((vlen, exptime)) => Prior { status: GetStatus::Found, vlen, exptime },
         Lookup::Miss => Prior { status: GetStatus::NotFound, vlen: 0, exptime: 0 },
@@ -463,7 +487,7 @@ fn peek(store: &Store, key: &[u8], now: Time) -> Prior {
 /// A lookup's `item_get` line; `hit` gives a found item's value length, or
 /// `None` when the hit counts as a miss (an item `mg … N` just created).
 #[inline]
-pub fn fetched<R>(log: &Logger, key: &[u8], found: &Lookup<R>, hit: impl FnOnce(&R) -> Option<usize>) {
+pub fn fetched<R>(log: Trace<'_>, key: &[u8], found: &Lookup<R>, hit: impl FnOnce(&R) -> Option<usize>) {
     if log.on(FETCHERS) {
         let (status, size) = match found {
             Lookup::Hit(r) => hit(r).map_or((GetStatus::NotFound, 0), |n| (GetStatus::Found, n)),
@@ -478,7 +502,7 @@ pub fn fetched<R>(log: &Logger, key: &[u8], found: &Lookup<R>, hit: impl FnOnce(
 /// The `item_get` of a command whose store call does not report what it
 /// found (delete, incr/decr, md, ma): looked up first.
 #[inline]
-pub fn fetch_first(log: &Logger, store: &Store, key: &[u8], now: Time) {
+pub fn fetch_first(log: Trace<'_>, store: &mut Reporting<'_, impl Departures>, key: &[u8], now: Time) {
     if log.on(FETCHERS) {
         let p = peek(store, key, now);
         log.item_get(key, p.status, p.vlen);
@@ -488,7 +512,7 @@ pub fn fetch_first(log: &Logger, store: &Store, key: &[u8], now: Time) {
 /// Before a storage command's store call: what its lookup will find, if a
 /// line will need it.
 #[inline]
-pub fn before_store(log: &Logger, store: &Store, key: &[u8], now: Time, mode: Mode) -> Option<Prior> {
+pub fn before_store(log: Trace<'_>, store: &mut Reporting<'_, impl Departures>, key: &[u8], now: Time, mode: Mode) -> Option<Prior> {
     let concat = matches!(mode, Mode::Append | Mode::Prepend);
     if log.on(FETCHERS) || (concat && log.on(MUTATIONS)) {
         Some(peek(store, key, now))
@@ -502,7 +526,7 @@ pub fn before_store(log: &Logger, store: &Store, key: &[u8], now: Time, mode: Mo
 #[allow(clippy::too_many_arguments)]
 #[inline]
 pub fn after_store(
-    log: &Logger,
+    log: Trace<'_>,
     key: &[u8],
     prior: Option<Prior>,
     cmd: StoreCmd,
@@ -518,7 +542,7 @@ pub fn after_store(
 
 #[allow(clippy::too_many_arguments)]
 #[cold]
-fn stored_slow(log: &Logger, key: &[u8], prior: Option<Prior>, cmd: StoreCmd, result: &StoreResult, exptime: Time, vlen: usize, now: Time) {
+fn stored_slow(log: Trace<'_>, key: &[u8], prior: Option<Prior>, cmd: StoreCmd, result: &StoreResult, exptime: Time, vlen: usize, now: Time) {
     let status = match result {
         StoreResult::Stored(_) => StoreStatus::Stored,
         StoreResult::NotStored => StoreStatus::NotStored,
@@ -542,11 +566,11 @@ fn stored_slow(log: &Logger, key: &[u8], prior: Option<Prior>, cmd: StoreCmd, re
         (StoreStatus::Stored, StoreCmd::Append | StoreCmd::Prepend, Some(p)) => (p.exptime, p.vlen + vlen),
         _ => (exptime, vlen),
     };
-    log.item_store(key, status, cmd, ttl(exptime, now), size);
+    log.log.item_store(log.fd, key, status, cmd, ttl(exptime, now), size);
 }
 
-fn refused(log: &Logger, key: &[u8], prior: Option<Prior>, cmd: StoreCmd, status: StoreStatus) {
-    log.item_store_refused(key, status, cmd);
+fn refused(log: Trace<'_>, key: &[u8], prior: Option<Prior>, cmd: StoreCmd, status: StoreStatus) {
+    log.log.item_store_refused(log.fd, key, status, cmd);
     if cmd == StoreCmd::Set {
         if let Some(p) = prior {
             log.item_get(key, p.status, p.vlen);
@@ -557,7 +581,7 @@ fn refused(log: &Logger, key: &[u8], prior: Option<Prior>, cmd: StoreCmd, status
 /// A storage command refused at parse time (too large), before the old
 /// value of a `set` is dropped.
 #[inline]
-pub fn rejected_store(log: &Logger, store: &Store, key: &[u8], cmd: StoreCmd, now: Time) {
+pub fn rejected_store(log: Trace<'_>, store: &mut Reporting<'_, impl Departures>, key: &[u8], cmd: StoreCmd, now: Time) {
     if log.on(FETCHERS | MUTATIONS) {
         let prior = (cmd == StoreCmd::Set && log.on(FETCHERS)).then(|| peek(store, key, now));
         refused(log, key, prior, cmd, StoreStatus::TooLarge);
@@ -836,9 +860,9 @@ mod tests {
 
     #[test]
     fn nobody_watching_logs_nothing() {
-        let log = Logger::new(true, WORKER_BUF_DEFAULT, WATCHER_BUF_DEFAULT);
+        let log = Arc::new(Logger::new(true, WORKER_BUF_DEFAULT, WATCHER_BUF_DEFAULT));
         assert!(!log.on(FETCHERS | MUTATIONS | EVICTIONS | CONNEVENTS));
-        log.item_get(b"k", GetStatus::Found, 1);
+        log.worker_log().item_get(5, b"k", GetStatus::Found, 1);
         assert_eq!(log.stats(), [0; 5]);
         assert!(lock(&log.threads).is_empty());
     }
@@ -863,10 +887,11 @@ mod tests {
 
     #[test]
     fn full_thread_buffer_drops_and_routing_reports_skips() {
-        let log = Logger::new(true, 4096, 4096);
+        let log = Arc::new(Logger::new(true, 4096, 4096));
         let r = log.reserve(&WatchFlags { fetchers: true, ..Default::default() }).unwrap();
+        let mine = log.worker_log();
         for _ in 0..100 {
-            log.item_get(&[b'k'; 200], GetStatus::NotFound, 0);
+            mine.item_get(5, &[b'k'; 200], GetStatus::NotFound, 0);
         }
         let t = lock(&log.threads)[0].clone();
         let mut e = lock(&t.buf);
