@@ -237,3 +237,109 @@ fn a_value_that_does_not_fit_the_budget_gets_memcacheds_error() {
         );
     }
 }
+
+/// Reads one `VALUE key 0 len` reply of `len` copies of `byte` (then what
+/// follows it up to `END`, when `end`) from a connection that stalled.
+fn read_value(s: &mut TcpStream, key: &str, len: usize, byte: u8) {
+    let head = format!("VALUE {key} 0 {len}\r\n");
+    let mut got = vec![0u8; head.len() + len + 2];
+    s.read_exact(&mut got).unwrap();
+    assert_eq!(&got[..head.len()], head.as_bytes(), "reply to a stalled get of {key}");
+    assert!(got[head.len()..head.len() + len].iter().all(|&b| b == byte), "{key}: bytes changed under the reader");
+    assert_eq!(&got[head.len() + len..], b"\r\n");
+}
+
+/// Large values (bigger than a segment) go out pinned in the store, not
+/// copied. Hundreds of connections ask for the same and different ones and
+/// never read; then the values are overwritten, deleted and replaced by as
+/// many new ones. Each pinned value the store lets go of stays counted —
+/// moved to the connection budget when it has room (`spills`), else left
+/// in `-m` — so memory stays within the bound, the new sets still succeed
+/// (evicting), a stalled reader that finally reads gets the bytes it asked
+/// for though its key now holds something else, and the bytes are given
+/// back when the readers leave.
+fn readers_that_never_read(extra: &[&str], spills: bool) {
+    let mut args = vec!["-m", "64", "-t", "2", "-I", "4m"];
+    args.extend_from_slice(extra);
+    let l = Larder::start(&args);
+    let mut c = l.connect();
+    const LEN: usize = 3 << 20;
+    for (i, byte) in (b'a'..b'e').enumerate() {
+        set_value(&mut c, &format!("big{i}"), LEN, byte);
+    }
+    let limit = bound(&mut c);
+    let mut hogs = Vec::new();
+    for n in 0..200 {
+        let mut s = raw(&l);
+        // Half ask for one value many times (each value has its askers),
+        // half for all of them at once.
+        let req = if n % 2 == 0 {
+            format!("get big{}\r\n", n / 2 % 4).repeat(50)
+        } else {
+            "get big0 big1 big2 big3\r\n".to_string()
+        };
+        s.write_all(req.as_bytes()).unwrap();
+        hogs.push(s);
+    }
+    let peak = peak_rss_over(&l, Duration::from_secs(2));
+    assert!(peak < limit, "RSS {} MiB over the bound {} MiB", peak / MIB, limit / MIB);
+    // The store lets go of every pinned value, and needs the memory back.
+    // (New values are half as large, so that their data blocks fit the
+    // small budget next to a value moved there.)
+    const NEW: usize = LEN / 2;
+    for i in 0..4 {
+        if i % 2 == 0 {
+            c.expect(format!("delete big{i}\r\n").as_bytes(), b"DELETED\r\n");
+        } else {
+            set_value(&mut c, &format!("big{i}"), NEW, b'z');
+        }
+    }
+    for i in 0..32 {
+        set_value(&mut c, &format!("new{i}"), NEW, b'n');
+    }
+    let peak = peak_rss_over(&l, Duration::from_secs(1));
+    assert!(peak < limit, "after replacing them: RSS {} MiB over the bound {} MiB", peak / MIB, limit / MIB);
+    served(&l, "normal", b"still served");
+    // A stalled reader gets the value as it was when it asked.
+    read_value(&mut hogs[2], "big1", LEN, b'b');
+    read_value(&mut hogs[3], "big0", LEN, b'a');
+    read_value(&mut hogs[3], "big1", LEN, b'b');
+    // With nothing else stored, the old versions the readers still pin are
+    // counted in `-m` or the budget, and given back once the readers go.
+    // (Some keys were evicted by the sets above: NOT_FOUND is fine.)
+    let keys = (0..32).map(|i| format!("new{i}")).chain(["big1".into(), "big3".into()]);
+    for key in keys {
+        c.send(format!("delete {key}\r\n").as_bytes());
+        let reply = c.line();
+        let reply = reply.trim_end();
+        assert!(reply == "DELETED" || reply == "NOT_FOUND", "delete {key}: {reply}");
+    }
+    assert_eq!(c.stat("curr_items"), 1, "only `normal` left");
+    let counted = |c: &mut Client| (c.stat("larder_memory_used"), c.stat("larder_conn_budget_used"));
+    let (memory, budget) = counted(&mut c);
+    let pinned = 4 * LEN as u64;
+    assert!(memory + budget >= pinned, "pinned values not counted: {memory} + {budget} bytes");
+    if spills {
+        assert!(budget >= pinned, "pinned values let go of were not moved to the budget: {budget} bytes");
+    } else {
+        assert!(memory >= 3 * LEN as u64, "pinned values left -m though the budget had no room: {memory} bytes");
+    }
+    drop(hogs);
+    let released = eventually(|| {
+        let (m, b) = counted(&mut l.connect());
+        m + b + pinned <= memory + budget
+    });
+    assert!(released, "pinned bytes not given back: {:?} of {memory} + {budget}", counted(&mut l.connect()));
+    assert!(rss(&l) < limit);
+}
+
+#[test]
+fn readers_that_never_read_pin_large_values_counted_in_the_budget() {
+    readers_that_never_read(&[], true);
+}
+
+/// A budget too small for more than one pinned value: the rest stay in `-m`.
+#[test]
+fn readers_that_never_read_pin_large_values_counted_in_the_memory_limit() {
+    readers_that_never_read(&["-o", "read_buf_mem_limit=5"], false);
+}

@@ -26,7 +26,9 @@
 //! could give it some are busy) is retried after making room with no lock
 //! held, waiting for one shard at a time. Readers copy
 //! out inside the `read` callback under the shard lock, so no segment can be
-//! recycled under them.
+//! recycled under them; a large object's value may instead be pinned
+//! ([`Item::pin`], [`large`](crate::large)) and outlive its place in the
+//! store, still counted.
 //!
 //! # Item layout (bytes in a segment)
 //!
@@ -111,7 +113,8 @@
 //! flushed; a segment whose last live item is deleted or replaced is freed
 //! at once.
 
-#![forbid(unsafe_code)]
+// Only `large` (shareable large objects) needs `unsafe`; it says why.
+#![deny(unsafe_code)]
 
 mod arith;
 mod conditional;
@@ -124,6 +127,8 @@ mod ghost;
 mod hash;
 mod index;
 mod item;
+#[allow(unsafe_code)]
+mod large;
 mod meta;
 mod pool;
 mod segment;
@@ -138,6 +143,8 @@ pub use meta::{MetaGet, MetaItem, WriteOptions};
 pub use snapshot::{LoadReport, SaveReport, SnapshotClock, SnapshotError, FORMAT_VERSION as SNAPSHOT_FORMAT_VERSION, MAGIC as SNAPSHOT_MAGIC};
 pub use dump::{item_bytes, Charge, DepartedItem, Departure, Departures, DumpItem, Unreported};
 pub use reporting::Reporting;
+pub use large::{PinSpill, Pinned};
+use large::SegBuf;
 use evict::{EvictionPolicy, S3Fifo, Want, MAX_COPYING_EVICTIONS};
 use hash::KeyHasher;
 use index::{Index, Loc, MAX_SEGMENT_SIZE};
@@ -631,6 +638,13 @@ impl Store {
         freed
     }
 
+    /// Where a large object the store lets go of while readers still pin
+    /// it is charged, when that has room, instead of `-m` (see
+    /// [`Item::pin`]). Without one, such bytes stay in `-m` until unpinned.
+    pub fn set_pin_spill(&self, spill: Arc<dyn PinSpill>) {
+        self.pool.set_spill(spill);
+    }
+
     /// Change the memory limit at run time (`cache_memlimit`).
     pub fn set_memory_limit(&self, bytes: usize) -> Result<(), ConfigError> {
         if bytes < self.segment_size {
@@ -725,7 +739,7 @@ impl Store {
 
     /// A buffer for a regular segment (`large == None`) or a large object,
     /// evicting segments while the budget is exhausted.
-    fn acquire(&self, l: &mut Locked<'_>, large: Option<usize>, protect: u32, now: Time, d: &mut dyn Departures) -> Option<Box<[u8]>> {
+    fn acquire(&self, l: &mut Locked<'_>, large: Option<usize>, protect: u32, now: Time, d: &mut dyn Departures) -> Option<SegBuf> {
         if large.is_some_and(|n| n > self.pool.limit()) {
             return None;
         }
@@ -735,7 +749,7 @@ impl Store {
         for _ in 0..100_000 {
             if l.g.segs.has_free_id() {
                 let got = match large {
-                    None => self.pool.segment(),
+                    None => self.pool.segment().map(SegBuf::from),
                     Some(n) => self.pool.large(n),
                 };
                 if got.is_some() {
@@ -916,6 +930,22 @@ pub struct Item<'a> {
     pub cas: u64,
     /// 0 = never.
     pub exptime: Time,
+    /// A large object holding the value, and where the value starts in it
+    /// (see [`Item::pin`]).
+    pub(crate) large: Option<(&'a SegBuf, usize)>,
+}
+
+impl Item<'_> {
+    /// For a value stored as a large object: a reference that keeps the
+    /// value's bytes alive and unchanged after the read callback returns
+    /// (and after the item is replaced, deleted or evicted), so a reply can
+    /// send them without copying. The bytes stay counted against the memory
+    /// limit until the last pin drops. `None` for values in regular
+    /// segments: copy those inside the callback.
+    pub fn pin(&self) -> Option<Pinned> {
+        let (buf, start) = self.large?;
+        buf.pin(start)
+    }
 }
 
 /// Outcome of a lookup; the miss kinds feed `get_expired`/`get_flushed`.

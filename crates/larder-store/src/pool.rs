@@ -6,31 +6,41 @@
 //! may exceed it until shards evict down (they then drop, rather than reuse,
 //! buffers until under the limit).
 //!
+//! A large object's bytes are released when its last reference drops, not
+//! when the store lets go of it: a reader may have pinned it
+//! ([`large`](crate::large)), and until then its bytes stay counted here.
+//!
 //! Buffers of segments freed wholesale (emptied or evicted without an
 //! immediate taker) wait in `free` and stay counted in `used`. The `free`
 //! lock is a leaf lock, taken at most once per segment's worth of writes.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
-use std::sync::Mutex;
+use crate::large::{let_go, PinSpill, SegBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
 pub struct Pool {
     limit: AtomicUsize,
-    used: AtomicUsize,
+    /// Shared with every large object, whose `Drop` gives its bytes back.
+    used: Arc<AtomicUsize>,
     exhausted: AtomicBool,
     segment_size: usize,
     free: Mutex<Vec<Box<[u8]>>>,
     next_gen: AtomicU64,
+    /// Where pinned large objects the store lets go of are charged
+    /// instead, when it has room ([`large`](crate::large)).
+    spill: OnceLock<Arc<dyn PinSpill>>,
 }
 
 impl Pool {
     pub fn new(limit: usize, segment_size: usize) -> Pool {
         Pool {
             limit: AtomicUsize::new(limit),
-            used: AtomicUsize::new(0),
+            used: Arc::new(AtomicUsize::new(0)),
             segment_size,
             free: Mutex::new(Vec::new()),
             next_gen: AtomicU64::new(1),
             exhausted: AtomicBool::new(false),
+            spill: OnceLock::new(),
         }
     }
 
@@ -92,13 +102,19 @@ impl Pool {
     /// they are released first: otherwise a large object could not use
     /// memory that small items gave back, and the caller would evict live
     /// items — or fail — while idle buffers sit here.
-    pub fn large(&self, n: usize) -> Option<Box<[u8]>> {
+    pub fn large(&self, n: usize) -> Option<SegBuf> {
         while !self.try_reserve(n) {
             if !self.drop_spare() {
                 return None;
             }
         }
-        Some(vec![0u8; n].into_boxed_slice())
+        Some(SegBuf::large(n, self.used.clone()))
+    }
+
+    /// Sets where pinned large objects the store lets go of are charged
+    /// (once; later calls are ignored).
+    pub fn set_spill(&self, spill: Arc<dyn PinSpill>) {
+        let _ = self.spill.set(spill);
     }
 
     /// Whether `n` more bytes fit in the budget, once spare buffers are
@@ -115,8 +131,13 @@ impl Pool {
     }
 
     /// Takes back a buffer that is no longer used (still counted in `used`).
-    /// Regular buffers are kept for reuse unless the pool is over its limit.
-    pub fn give_back(&self, buf: Box<[u8]>, large: bool) {
+    /// Regular buffers are kept for reuse unless the pool is over its limit;
+    /// a large object's bytes are released when its last pin drops.
+    pub fn give_back(&self, buf: SegBuf, large: bool) {
+        let buf = match buf {
+            SegBuf::Large(obj) => return let_go(obj, self.spill.get()),
+            SegBuf::Plain(b) => b,
+        };
         if large || buf.len() != self.segment_size || self.over_limit() {
             self.release(buf.len());
             drop(buf);
@@ -127,9 +148,12 @@ impl Pool {
 
     /// Returns a buffer's bytes to the budget at once (taking ownership so
     /// the buffer cannot outlive its accounting).
-    #[allow(clippy::boxed_local)]
-    pub fn discard(&self, buf: Box<[u8]>) {
-        self.release(buf.len());
+    /// A pinned large object's bytes go back when its last pin drops.
+    pub fn discard(&self, buf: SegBuf) {
+        match buf {
+            SegBuf::Plain(b) => self.release(b.len()),
+            SegBuf::Large(obj) => let_go(obj, self.spill.get()),
+        }
     }
 
     /// Drops one spare buffer, releasing its bytes; whether there was one.
@@ -192,14 +216,14 @@ mod tests {
         assert_eq!(p.used(), 3000);
         p.give_back(c, true);
         assert_eq!(p.used(), 2000);
-        p.give_back(a, false);
+        p.give_back(a.into(), false);
         assert_eq!(p.used(), 2000, "spare buffers stay counted");
         assert_eq!(p.spare_segments(), 1);
         let a = p.segment().unwrap();
         assert_eq!(p.spare_segments(), 0);
         assert_eq!(a.len(), 1000);
-        p.give_back(a, false);
-        p.give_back(b, false);
+        p.give_back(a.into(), false);
+        p.give_back(b.into(), false);
         p.set_limit(500);
         assert_eq!(p.used(), 0);
         assert!(!p.try_reserve(501));
@@ -211,8 +235,8 @@ mod tests {
         let p = Pool::new(3000, 1000);
         let a = p.segment().unwrap();
         let b = p.segment().unwrap();
-        p.give_back(a, false);
-        p.give_back(b, false);
+        p.give_back(a.into(), false);
+        p.give_back(b.into(), false);
         assert_eq!((p.used(), p.spare_segments()), (2000, 2));
         assert!(p.has_room(1000), "room without touching the spares");
         assert_eq!(p.spare_segments(), 2);
@@ -220,12 +244,25 @@ mod tests {
         assert_eq!((p.used(), p.spare_segments()), (1000, 1), "one spare gave way");
         assert!(!p.has_room(3001));
         let b = p.segment().unwrap();
-        p.give_back(b, false);
+        p.give_back(b.into(), false);
         let big = p.large(2500).expect("spares give way");
         assert_eq!((p.used(), p.spare_segments()), (2500, 0));
         p.give_back(big, true);
         assert_eq!(p.used(), 0);
         assert!(p.large(3001).is_none());
+    }
+
+    #[test]
+    fn a_pinned_large_object_stays_counted_after_the_store_drops_it() {
+        let p = Pool::new(3000, 1000);
+        let big = p.large(2000).unwrap();
+        let pin = big.pin(10).unwrap();
+        p.discard(big);
+        assert_eq!(p.used(), 2000, "still held by a reader");
+        assert!(p.large(1500).is_none(), "pinned bytes are not handed out twice");
+        drop(pin);
+        assert_eq!(p.used(), 0);
+        assert!(p.large(3000).is_some());
     }
 
     #[test]

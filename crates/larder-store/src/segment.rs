@@ -15,6 +15,7 @@
 //! queue entries that are skipped (their generation no longer matches).
 
 use crate::index::MAX_SEG_ID;
+use crate::large::SegBuf;
 use crate::written::WriteTimes;
 use crate::Time;
 
@@ -25,7 +26,8 @@ fn in_pages(n: usize) -> usize {
 use std::collections::VecDeque;
 
 pub struct Segment {
-    pub buf: Box<[u8]>,
+    /// A plain buffer, or a large object readers may pin (`large`).
+    pub buf: SegBuf,
     pub gen: u64,
     /// Bytes appended so far (items occupy `0..write_off`).
     pub write_off: usize,
@@ -49,7 +51,8 @@ pub struct Segment {
 }
 
 impl Segment {
-    pub fn new(buf: Box<[u8]>, gen: u64, large: bool) -> Segment {
+    pub fn new(buf: impl Into<SegBuf>, gen: u64, large: bool) -> Segment {
+        let buf = buf.into();
         let write_off = if large { buf.len() } else { 0 };
         Segment {
             buf,
@@ -215,10 +218,15 @@ impl SegTable {
         &s.buf[off as usize..s.write_off]
     }
 
+    /// The item bytes at `off` for patching. For a large object a reader
+    /// has pinned, only its header and key: the value cannot change while
+    /// it is being sent ([`large`](crate::large)).
     pub fn bytes_mut(&mut self, id: u32, off: u32) -> &mut [u8] {
         let s = self.get_mut(id);
         let end = s.write_off;
-        &mut s.buf[off as usize..end]
+        let buf = &mut s.buf[..];
+        let end = end.min(buf.len());
+        &mut buf[off as usize..end]
     }
 
     /// Copies `len` bytes from (`src`, `src_off`) to (`dst`, `dst_off`); the

@@ -236,12 +236,15 @@ impl Shard {
     pub fn item(&self, loc: Loc) -> Item<'_> {
         let b = self.segs.bytes(loc.seg, loc.off);
         let h = item::decode(b);
+        let seg = self.segs.get(loc.seg);
         Item {
             key: &b[h.key_off..h.key_off + h.klen],
             value: &b[h.val_off()..h.total()],
             flags: h.flags,
             cas: h.cas.unwrap_or_else(|| self.cas(loc)),
             exptime: h.exptime,
+            // A large object holds one item at offset 0.
+            large: seg.large.then(|| (&seg.buf, h.val_off())),
         }
     }
 
@@ -458,7 +461,7 @@ impl Shard {
     /// written there before and after it. Without room there, its own fresh
     /// generation is above everything so far, and the next regular write
     /// goes to a fresh segment with a higher one still.
-    pub fn install(&mut self, buf: Box<[u8]>, gen: u64, large: bool, slot: usize, pool: &Pool) -> Loc {
+    pub fn install(&mut self, buf: impl Into<crate::large::SegBuf>, gen: u64, large: bool, slot: usize, pool: &Pool) -> Loc {
         self.max_gen = self.max_gen.max(gen);
         let mut seg = Segment::new(buf, gen, large);
         self.st.written_bytes += seg.write_off as u64;

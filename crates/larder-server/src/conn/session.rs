@@ -65,9 +65,10 @@ pub const BUF_SIZE: usize = 16 * 1024;
 /// 2 × BUF_SIZE each, not their largest request.
 const SHRINK_ABOVE: usize = BUF_SIZE;
 /// Stop producing output (between requests, between the keys of a
-/// multi-get, between the chunks of a large value) while this much is
-/// unsent. With `exec::output::VALUE_CHUNK` this bounds a connection's
-/// output to about 128 KiB whether or not its client reads.
+/// multi-get) while this much is unsent, pinned large values included
+/// (`exec::output`). So a connection that does not read holds this much
+/// plus one reply: a copied value (up to a segment's size; the budget pays
+/// for it) or a pinned large object (whose bytes `-m` already counts).
 pub const WRITE_HIGH_WATER: usize = 64 * 1024;
 /// Bytes read per wake-up before yielding to other connections.
 const READ_BUDGET: usize = 1024 * 1024;
@@ -172,7 +173,7 @@ impl Session {
             rbuf: vec![0; BUF_SIZE],
             rstart: 0,
             rend: 0,
-            out: Output::budgeted(BUF_SIZE, budget),
+            out: Output::budgeted(BUF_SIZE, budget).with_pins(),
             wstart: 0,
             resume: 0,
             in_charged: 0,
@@ -235,7 +236,7 @@ impl Session {
     /// Replies are waiting for the socket to accept them (in the session's
     /// buffer, or encrypted inside a TLS stream).
     pub fn has_pending_output(&self) -> bool {
-        self.wstart < self.out.len() || self.stream.wants_write()
+        self.out.unsent(self.wstart) > 0 || self.stream.wants_write()
     }
 
     /// A TLS handshake still under way (the worker times it out).
@@ -245,7 +246,7 @@ impl Session {
 
     /// Whether the connection sits between requests (idle-timeout eligible).
     pub fn is_idle(&self) -> bool {
-        self.rstart == self.rend && self.wstart == self.out.len() && self.swallow == 0 && self.resume == 0 && self.ticket.is_none()
+        self.rstart == self.rend && self.out.unsent(self.wstart) == 0 && self.swallow == 0 && self.resume == 0 && self.ticket.is_none()
     }
 
     /// Handle a readiness event (or a scheduled re-run).
@@ -384,7 +385,7 @@ impl Session {
                 return Status::Close;
             }
             if self.closing {
-                return if self.wstart == self.out.len() { Status::Close } else { Status::Idle };
+                return if self.out.unsent(self.wstart) == 0 { Status::Close } else { Status::Idle };
             }
             if self.pending_output() >= WRITE_HIGH_WATER {
                 // Wait for the client to read; the writable event resumes us.
@@ -456,7 +457,7 @@ impl Session {
     }
 
     fn pending_output(&self) -> usize {
-        self.out.len() - self.wstart
+        self.out.unsent(self.wstart)
     }
 
     /// Move unprocessed bytes to the front of the read buffer.
@@ -745,7 +746,7 @@ impl Session {
     /// output must drain first.
     fn dump_step(&mut self, srv: &Server, obs: &crate::trace::observe::Obs, now: Time) -> bool {
         let Some(d) = &mut self.dump else { return true };
-        if self.out.len() - self.wstart > WRITE_HIGH_WATER {
+        if self.out.unsent(self.wstart) > WRITE_HIGH_WATER {
             return false;
         }
         if d.shard >= srv.store.shard_count() {
@@ -793,11 +794,20 @@ impl Session {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
             Err(_) => return false,
         }
-        while self.wstart < self.out.len() {
-            match self.stream.write(&self.out.buf[self.wstart..]) {
+        while self.out.unsent(self.wstart) > 0 {
+            let written = if self.out.has_pins() {
+                // Large values pinned in the store go out between the
+                // buffer's bytes, uncopied: one writev for the lot.
+                let mut iov = [io::IoSlice::new(&[]); 8];
+                let n = self.out.slices(self.wstart, &mut iov);
+                self.stream.write_vectored(&iov[..n])
+            } else {
+                self.stream.write(&self.out.buf[self.wstart..])
+            };
+            match written {
                 Ok(0) => return false,
                 Ok(n) => {
-                    self.wstart += n;
+                    self.out.advance(&mut self.wstart, n);
                     bump(&ws.bytes_written, n as u64);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,

@@ -5,7 +5,7 @@ use mio::event::Source;
 use mio::net::{TcpStream, UnixStream};
 use mio::{Interest, Registry, Token};
 use crate::net::tls::TlsStream;
-use std::io::{self, Read, Write};
+use std::io::{self, IoSlice, Read, Write};
 
 /// A TCP, TLS or Unix-domain stream.
 pub enum Stream {
@@ -29,6 +29,20 @@ impl Stream {
             Stream::Tcp(s) => s.write(buf),
             Stream::Unix(s) => s.write(buf),
             Stream::Tls(s) => s.write(buf),
+        }
+    }
+
+    /// Write from several buffers in order (one `writev` on plain
+    /// sockets; a TLS stream takes the first non-empty one, as `Write`'s
+    /// default does).
+    pub fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.write_vectored(bufs),
+            Stream::Unix(s) => s.write_vectored(bufs),
+            Stream::Tls(s) => match bufs.iter().find(|b| !b.is_empty()) {
+                Some(b) => s.write(b),
+                None => Ok(0),
+            },
         }
     }
 

@@ -118,6 +118,20 @@ fn move_by(gauge: &AtomicUsize, old: usize, new: usize) {
     }
 }
 
+/// A large value the store let go of while connections still send it
+/// (pinned, not copied: `exec::output`) is charged here when there is
+/// room, as a copy of it in a connection's output would have been, so the
+/// store's `-m` is free for new values at once.
+impl larder_store::PinSpill for ConnBudget {
+    fn try_take(&self, n: usize) -> bool {
+        ConnBudget::try_take(self, n)
+    }
+
+    fn give_back(&self, n: usize) {
+        move_by(&self.used, n, 0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -139,6 +139,7 @@ impl Server {
             budget.resp_limit = buffers * 14;
         }
         let budget = Arc::new(budget);
+        store.set_pin_spill(budget.clone());
         let coalescer = crate::state::coalesce::Coalescer::new(settings.coalesce.clone(), settings.threads);
         Server {
             shutdown,

@@ -1,0 +1,332 @@
+//! Segment buffers, and large objects whose value can outlive their place
+//! in the store while a connection sends it.
+//!
+//! A regular segment's buffer is a plain `Box<[u8]>` owned by its shard. A
+//! large object (one item bigger than a segment) is a [`LargeObject`]
+//! behind an `Arc`: the shard holds one reference through [`SegBuf`], and a
+//! reader may take more with [`SegBuf::pin`], a [`Pinned`] view of the
+//! item's value that stays valid after the item is replaced, deleted,
+//! evicted or flushed (memcached refcounts items being written to a socket
+//! for the same reason). So a get of a large value hands the bytes to the
+//! socket without copying them into the connection's output.
+//!
+//! # Accounting
+//!
+//! A large object's bytes are reserved from the pool (`-m`) when it is
+//! allocated and are released when the *last* reference drops (`Drop` of
+//! [`LargeObject`]), not when the store lets go of it. When the store lets
+//! go of one that readers still pin (it was replaced, deleted, evicted,
+//! flushed), its charge moves to the [`PinSpill`] if that has room — the
+//! server's connection budget, which paid for a copied value before
+//! values were pinned — so `-m` is free for new data at once; otherwise it
+//! stays charged to `-m` and the store evicts other data (or answers out
+//! of memory) instead of allocating past the limit. Either way every byte
+//! is counted in `-m` or in the budget until the last pin drops, and the
+//! process stays within `-m` plus the connection budget by construction,
+//! however slowly clients read.
+//!
+//! # Aliasing rules (why the `unsafe` here is sound)
+//!
+//! The bytes live in `UnsafeCell`s because the shard patches the item's
+//! header (exptime, fetched bit, last access, meta flags) while other
+//! threads may be reading the value through a [`Pinned`]:
+//!
+//! * The first pin *seals* the object at the value's offset. Pinned views
+//!   only ever read `seal..len`.
+//! * Mutable access goes only through `&mut SegBuf` (the shard's one
+//!   handle, under its lock). While the `Arc` is unique (no pin alive, and
+//!   none can be made without `&SegBuf`) that is the whole buffer; while it
+//!   is shared it is only `..seal`, which no pin reads.
+//! * Shared access through `&SegBuf` (the store's readers, under the shard
+//!   lock) cannot coexist with the `&mut SegBuf` above.
+//!
+//! So no `&[u8]` ever overlaps a live `&mut [u8]`, and bytes a pin can see
+//! are never written while it lives.
+
+use std::cell::UnsafeCell;
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, OnceLock};
+
+/// Memory outside `-m` that can take over the charge for a large object
+/// the store let go of while readers still pin it (the server's connection
+/// budget).
+pub trait PinSpill: Send + Sync {
+    /// Charges `n` bytes if there is room.
+    fn try_take(&self, n: usize) -> bool;
+    /// Gives back `n` bytes taken before.
+    fn give_back(&self, n: usize);
+}
+
+/// The bytes of one large object, counted until dropped.
+pub struct LargeObject {
+    bytes: Box<[UnsafeCell<u8>]>,
+    /// Start of the bytes pins may read (`usize::MAX`: never pinned).
+    seal: AtomicUsize,
+    /// The pool's `used` counter, which these bytes are charged to...
+    used: Arc<AtomicUsize>,
+    /// ...unless they were moved here ([`LargeObject::spill`]).
+    spilled: OnceLock<Arc<dyn PinSpill>>,
+}
+
+// SAFETY: the only interior mutability is through `SegBuf`'s `&mut`
+// access, which the module docs' rules keep from overlapping any bytes
+// another thread reads through `&SegBuf` or a `Pinned`.
+unsafe impl Sync for LargeObject {}
+
+impl LargeObject {
+    /// `n` zeroed bytes, already reserved in `used` by the caller.
+    fn new(n: usize, used: Arc<AtomicUsize>) -> LargeObject {
+        let zeroed: Box<[u8]> = vec![0u8; n].into_boxed_slice();
+        // SAFETY: `UnsafeCell<u8>` is `repr(transparent)` over `u8`, so the
+        // allocation has the same layout either way; ownership moves whole.
+        let bytes = unsafe { Box::from_raw(Box::into_raw(zeroed) as *mut [UnsafeCell<u8>]) };
+        LargeObject { bytes, seal: AtomicUsize::new(usize::MAX), used, spilled: OnceLock::new() }
+    }
+
+    fn ptr(&self) -> *mut u8 {
+        UnsafeCell::raw_get(self.bytes.as_ptr())
+    }
+
+    fn len(&self) -> usize {
+        self.bytes.len()
+    }
+}
+
+impl Drop for LargeObject {
+    fn drop(&mut self) {
+        match self.spilled.get() {
+            Some(spill) => spill.give_back(self.bytes.len()),
+            None => {
+                self.used.fetch_sub(self.bytes.len(), Relaxed);
+            }
+        }
+    }
+}
+
+/// The store lets go of a large object: if readers still pin it and
+/// `spill` has room, its charge moves there and `-m` gets the bytes back
+/// now; otherwise they stay in `-m` until the last pin drops.
+pub(crate) fn let_go(obj: Arc<LargeObject>, spill: Option<&Arc<dyn PinSpill>>) {
+    if Arc::strong_count(&obj) > 1 {
+        if let Some(spill) = spill {
+            if spill.try_take(obj.len()) {
+                // Set before our reference drops, so whichever thread drops
+                // the last one (Arc's release/acquire) sees it.
+                let _ = obj.spilled.set(spill.clone());
+                obj.used.fetch_sub(obj.len(), Relaxed);
+            }
+        }
+    }
+    drop(obj);
+}
+
+/// A segment's buffer: plain, or a shareable large object.
+pub enum SegBuf {
+    Plain(Box<[u8]>),
+    Large(Arc<LargeObject>),
+}
+
+impl Default for SegBuf {
+    fn default() -> SegBuf {
+        SegBuf::Plain(Box::default())
+    }
+}
+
+impl From<Box<[u8]>> for SegBuf {
+    fn from(b: Box<[u8]>) -> SegBuf {
+        SegBuf::Plain(b)
+    }
+}
+
+impl SegBuf {
+    /// A large object of `n` zeroed bytes that `used` already counts.
+    pub(crate) fn large(n: usize, used: Arc<AtomicUsize>) -> SegBuf {
+        SegBuf::Large(Arc::new(LargeObject::new(n, used)))
+    }
+
+    /// A reference to `start..` of a large object that keeps it alive (and
+    /// counted) after the store drops it; `None` for a plain buffer.
+    /// `start` must be at or past the end of every byte the store may still
+    /// patch (the item's value offset); the first pin fixes that point.
+    pub fn pin(&self, start: usize) -> Option<Pinned> {
+        let SegBuf::Large(obj) = self else { return None };
+        let seal = match obj.seal.compare_exchange(usize::MAX, start, Relaxed, Relaxed) {
+            Ok(_) => start,
+            Err(s) => s,
+        };
+        assert!(start >= seal && start <= obj.len(), "a pin reads only the sealed part");
+        Some(Pinned { obj: obj.clone(), start })
+    }
+
+    /// How many pins of this buffer are alive.
+    #[cfg(test)]
+    pub fn pins(&self) -> usize {
+        match self {
+            SegBuf::Plain(_) => 0,
+            SegBuf::Large(o) => Arc::strong_count(o) - 1,
+        }
+    }
+}
+
+impl Deref for SegBuf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            SegBuf::Plain(b) => b,
+            // SAFETY: writes to these bytes need `&mut SegBuf`, which cannot
+            // coexist with this `&self`; pins only read (module docs).
+            SegBuf::Large(o) => unsafe { std::slice::from_raw_parts(o.ptr(), o.len()) },
+        }
+    }
+}
+
+impl DerefMut for SegBuf {
+    /// The whole buffer, except for a pinned large object: then only the
+    /// part before the seal (the item's header and key), so indexing into
+    /// the value panics instead of writing bytes a pin may be reading.
+    fn deref_mut(&mut self) -> &mut [u8] {
+        match self {
+            SegBuf::Plain(b) => b,
+            SegBuf::Large(o) => {
+                let end = if Arc::strong_count(o) == 1 { o.len() } else { o.seal.load(Relaxed).min(o.len()) };
+                // SAFETY: `&mut self` is the only handle besides pins; with no
+                // pin alive (count 1, and no new one without `&self`) nothing
+                // else reads any byte; otherwise pins read only `seal..`.
+                unsafe { std::slice::from_raw_parts_mut(o.ptr(), end) }
+            }
+        }
+    }
+}
+
+/// Part of a large object (an item's value) kept alive for a reader.
+/// Cloning it is a reference count, not a copy.
+#[derive(Clone)]
+pub struct Pinned {
+    obj: Arc<LargeObject>,
+    start: usize,
+}
+
+impl Deref for Pinned {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        let o = &self.obj;
+        // SAFETY: `start >= seal` (checked in `pin`), and bytes past the seal
+        // are written only while the object is unique, i.e. no `Pinned`
+        // exists.
+        unsafe { std::slice::from_raw_parts(o.ptr().add(self.start), o.len() - self.start) }
+    }
+}
+
+impl std::fmt::Debug for Pinned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Pinned({} bytes)", self.len())
+    }
+}
+
+impl std::fmt::Debug for SegBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SegBuf::Plain(b) => write!(f, "Plain({} bytes)", b.len()),
+            SegBuf::Large(o) => write!(f, "Large({} bytes, {} pins)", o.len(), Arc::strong_count(o) - 1),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn used(n: usize) -> Arc<AtomicUsize> {
+        Arc::new(AtomicUsize::new(n))
+    }
+
+    #[test]
+    fn bytes_stay_counted_until_the_last_pin_drops() {
+        let u = used(100);
+        let mut b = SegBuf::large(100, u.clone());
+        b[..10].copy_from_slice(b"header....");
+        b[10..].fill(7);
+        let p = b.pin(10).expect("large buffers pin");
+        assert_eq!(b.pins(), 1);
+        drop(b);
+        assert_eq!(u.load(Relaxed), 100, "still counted while pinned");
+        assert_eq!(p.len(), 90);
+        assert!(p.iter().all(|&x| x == 7));
+        let q = p.clone();
+        drop(p);
+        assert_eq!(u.load(Relaxed), 100);
+        drop(q);
+        assert_eq!(u.load(Relaxed), 0, "released with the last pin");
+    }
+
+    #[test]
+    fn a_pinned_object_can_be_written_only_before_its_seal() {
+        let mut b = SegBuf::large(64, used(64));
+        assert_eq!(b.deref_mut().len(), 64, "unique: all of it");
+        let p = b.pin(16).unwrap();
+        assert_eq!(b.deref_mut().len(), 16, "shared: the header part only");
+        b[3] = 9; // patching the header while the value is read elsewhere
+        assert_eq!(b[3], 9);
+        assert_eq!(p.len(), 48);
+        let write_value = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| b[20] = 1));
+        assert!(write_value.is_err(), "the value cannot be written while pinned");
+        drop(p);
+        assert_eq!(b.deref_mut().len(), 64, "unique again");
+        assert!(SegBuf::Plain(vec![0; 8].into_boxed_slice()).pin(0).is_none());
+    }
+
+    #[test]
+    #[should_panic(expected = "sealed part")]
+    fn pins_cannot_reach_before_the_seal() {
+        let b = SegBuf::large(64, used(64));
+        let _p = b.pin(16).unwrap();
+        let _q = b.pin(8);
+    }
+
+    struct Budget(AtomicUsize, usize);
+    impl PinSpill for Budget {
+        fn try_take(&self, n: usize) -> bool {
+            self.0.fetch_update(Relaxed, Relaxed, |u| (u + n <= self.1).then_some(u + n)).is_ok()
+        }
+        fn give_back(&self, n: usize) {
+            self.0.fetch_sub(n, Relaxed);
+        }
+    }
+
+    #[test]
+    fn a_pinned_object_let_go_moves_to_the_spill_if_it_has_room() {
+        let u = used(300);
+        let budget = Arc::new(Budget(AtomicUsize::new(0), 150));
+        let spill: Arc<dyn PinSpill> = budget.clone();
+        let large = |b: SegBuf| match b {
+            SegBuf::Large(o) => o,
+            SegBuf::Plain(_) => unreachable!(),
+        };
+        let (a, b, c) = (SegBuf::large(100, u.clone()), SegBuf::large(100, u.clone()), SegBuf::large(100, u.clone()));
+        let (pa, pb) = (a.pin(0).unwrap(), b.pin(0).unwrap());
+        let_go(large(a), Some(&spill));
+        assert_eq!((u.load(Relaxed), budget.0.load(Relaxed)), (200, 100), "pinned: moved to the spill");
+        let_go(large(b), Some(&spill));
+        assert_eq!((u.load(Relaxed), budget.0.load(Relaxed)), (200, 100), "pinned, no room in the spill: stays in -m");
+        let_go(large(c), Some(&spill));
+        assert_eq!(u.load(Relaxed), 100, "unpinned: released at once");
+        drop(pa);
+        assert_eq!((u.load(Relaxed), budget.0.load(Relaxed)), (100, 0), "the spill got its bytes back");
+        drop(pb);
+        assert_eq!(u.load(Relaxed), 0);
+    }
+
+    #[test]
+    fn pins_read_while_the_header_changes_on_another_thread() {
+        let mut b = SegBuf::large(1 << 16, used(1 << 16));
+        b[8..].fill(0xAB);
+        let p = b.pin(8).unwrap();
+        let reader = std::thread::spawn(move || (0..200).all(|_| p.iter().all(|&x| x == 0xAB)));
+        for i in 0..10_000u32 {
+            b[..4].copy_from_slice(&i.to_le_bytes());
+        }
+        assert!(reader.join().unwrap());
+        assert_eq!(b.pins(), 0);
+    }
+}
