@@ -134,6 +134,7 @@
 //!   (never negative); the server interprets them as the text protocol's
 //!   exptime (relative up to 30 days, else absolute Unix time).
 
+use crate::block::{self, Block, Input, Shape};
 use crate::Limits;
 
 /// First byte of every request; a connection that starts with it speaks binary.
@@ -566,18 +567,36 @@ fn c_int_swallow(n: u32) -> usize {
 /// Parse one binary request from the front of `buf`, for a server without
 /// SASL. See the module docs.
 pub fn parse<'a>(buf: &'a [u8], limits: &Limits) -> BinParsed<'a> {
-    parse_with(buf, limits, None)
+    parse_with(Input::new(buf), limits, None)
 }
 
 /// Parse one binary request for a server with SASL on (`-S`), from a
 /// connection that has (`authenticated`) or has not yet authenticated.
 /// See the module docs.
 pub fn parse_sasl<'a>(buf: &'a [u8], limits: &Limits, authenticated: bool) -> BinParsed<'a> {
-    parse_with(buf, limits, Some(authenticated))
+    parse_with(Input::new(buf), limits, Some(authenticated))
 }
 
-/// `sasl`: `None` without SASL, else whether the connection authenticated.
-fn parse_with<'a>(buf: &'a [u8], limits: &Limits, sasl: Option<bool>) -> BinParsed<'a> {
+/// [`parse`] or [`parse_sasl`] (`sasl`: `None` without SASL, else whether
+/// the connection authenticated), for a request whose value may have been
+/// received aside (`input.aside`; `input.buf` then holds the header, extras
+/// and key). See [`crate::block`].
+pub fn parse_input<'a>(input: Input<'a>, limits: &Limits, sasl: Option<bool>) -> BinParsed<'a> {
+    parse_with(input, limits, sasl)
+}
+
+/// The layout of the request at the front of `buf` after [`parse`] said it
+/// is [`BinParsed::Incomplete`] with `needed` known.
+pub fn waiting_shape(buf: &[u8], needed: usize) -> Option<Shape> {
+    if buf.len() < HEADER_LEN {
+        return None;
+    }
+    let head = HEADER_LEN + buf[4] as usize + be16(&buf[2..4]) as usize;
+    Some(Shape { head, value: needed.checked_sub(head)?, trailer: 0 })
+}
+
+fn parse_with<'a>(input: Input<'a>, limits: &Limits, sasl: Option<bool>) -> BinParsed<'a> {
+    let buf = input.buf;
     if buf.len() < HEADER_LEN {
         return BinParsed::Incomplete { needed: None };
     }
@@ -724,11 +743,11 @@ fn parse_with<'a>(buf: &'a [u8], limits: &Limits, sasl: Option<bool>) -> BinPars
                     unlink_key,
                 };
             }
-            let total = fixed + value_len;
-            if buf.len() < total {
-                return BinParsed::Incomplete { needed: Some(total) };
+            match block::take(input, fixed, value_len, false) {
+                Block::Ready { data, end } => done(request(parsed_extras, data), end),
+                Block::Incomplete(total) => BinParsed::Incomplete { needed: Some(total) },
+                Block::BadChunk(_) => unreachable!("binary values have no trailer"),
             }
-            done(request(parsed_extras, &buf[fixed..total]), total)
         }
     }
 }

@@ -12,10 +12,13 @@
 //! * [`reply`]: encoders for every reply line the text protocol sends.
 //! * [`meta`]: the meta protocol (`mg ms md ma mn me`): requests and replies.
 //! * [`binary`]: the binary protocol: request parser and response encoders.
+//! * [`block`]: where a storage request's data block is (after its command,
+//!   or received aside into the store's buffer).
 
 #![forbid(unsafe_code)]
 
 pub mod binary;
+pub mod block;
 pub mod meta;
 pub mod reply;
 pub mod text;

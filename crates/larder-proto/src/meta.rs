@@ -56,6 +56,7 @@
 //! * `mn`: [`mn`] (memcached flushes its output queue here).
 //! * `me`: [`me`] / [`me_miss`]; the key printed is the stored item's.
 
+use crate::block::{self, Block, Input};
 use crate::reply::push_u64;
 use crate::text::{
     item_size, safe_i32, safe_u32, safe_u64, Limits, Parsed, Request, StoreCommand, BAD_DATA_CHUNK,
@@ -412,7 +413,7 @@ pub(crate) fn parse<'a>(
     name: &[u8],
     line: &'a [u8],
     ntokens: usize,
-    buf: &'a [u8],
+    input: Input<'a>,
     consumed: usize,
     limits: &Limits,
 ) -> Parsed<'a> {
@@ -462,7 +463,7 @@ pub(crate) fn parse<'a>(
         return error(e, consumed, 0);
     }
     if command == MetaCommand::Set {
-        return set(req, key, toks, buf, consumed, limits);
+        return set(req, key, toks, input, consumed, limits);
     }
     if let Err(e) = preparse(&mut req, key, toks) {
         let e = if command == MetaCommand::Get {
@@ -487,7 +488,7 @@ fn set<'a>(
     mut req: MetaRequest<'a>,
     key: &'a [u8],
     mut toks: impl Iterator<Item = &'a [u8]>,
-    buf: &'a [u8],
+    input: Input<'a>,
     consumed: usize,
     limits: &Limits,
 ) -> Parsed<'a> {
@@ -521,15 +522,15 @@ fn set<'a>(
             swallow: block,
         };
     }
-    let end = consumed + block;
-    if buf.len() < end {
-        return Parsed::Incomplete { needed: Some(end) };
-    }
-    if &buf[end - 2..end] != b"\r\n" {
+    let end = match block::take(input, consumed, vlen, true) {
+        Block::Ready { data, end } => {
+            req.data = data;
+            end
+        }
+        Block::Incomplete(end) => return Parsed::Incomplete { needed: Some(end) },
         // Always answered, even under `q`.
-        return error(BAD_DATA_CHUNK, end, 0);
-    }
-    req.data = &buf[consumed..end - 2];
+        Block::BadChunk(end) => return error(BAD_DATA_CHUNK, end, 0),
+    };
     Parsed::Request {
         request: Request::Meta(req),
         consumed: end,

@@ -114,6 +114,7 @@ pub enum AdminCommand {
     RefreshCerts,
 }
 
+use crate::block::{self, Block, Input, Shape};
 use crate::meta::MetaRequest;
 
 /// A parsed request. Slices borrow the read buffer.
@@ -326,11 +327,27 @@ const MAX_LEADING_SPACES: usize = 100;
 ///   `set`'s (too large: [`Parsed::TooLarge`] with `StoreCommand::Set`; bad
 ///   chunk: [`BAD_DATA_CHUNK`], never silent).
 pub fn parse<'a>(buf: &'a [u8], limits: &Limits) -> Parsed<'a> {
+    parse_input(Input::new(buf), limits)
+}
+
+/// [`parse`], for a request whose data block's value was received aside
+/// (`input.aside`): `input.buf` holds its command line and the `\r\n`
+/// after the value. See [`crate::block`].
+pub fn parse_input<'a>(input: Input<'a>, limits: &Limits) -> Parsed<'a> {
+    let buf = input.buf;
     let mut tokens = Tokens::new(buf);
     match tokens.scan(buf) {
-        Some(consumed) => command(&tokens, buf, consumed, limits),
+        Some(consumed) => command(&tokens, input, consumed, limits),
         None => no_newline(buf, limits),
     }
+}
+
+/// The layout of the request at the front of `buf` after [`parse`] said it
+/// is [`Parsed::Incomplete`] with `needed` known (a data block on its way).
+pub fn waiting_shape(buf: &[u8], needed: usize) -> Option<Shape> {
+    let head = buf.iter().position(|&b| b == b'\n')? + 1;
+    let value = needed.checked_sub(head + 2)?;
+    Some(Shape { head, value, trailer: 2 })
 }
 
 /// No complete line yet: wait, unless the bytes already exceed what
@@ -481,7 +498,7 @@ impl<'a> Tokens<'a> {
 }
 
 /// Dispatch on the command name.
-fn command<'a>(t: &Tokens<'a>, buf: &'a [u8], consumed: usize, limits: &Limits) -> Parsed<'a> {
+fn command<'a>(t: &Tokens<'a>, input: Input<'a>, consumed: usize, limits: &Limits) -> Parsed<'a> {
     let line = Line { consumed };
     // No command is shorter than two bytes; an empty line is `ERROR` too.
     if t.len == 0 || t.get(0).len() < 2 {
@@ -492,12 +509,12 @@ fn command<'a>(t: &Tokens<'a>, buf: &'a [u8], consumed: usize, limits: &Limits) 
         b"gets" => get(t, line, true),
         b"gat" => gat(t, line, false),
         b"gats" => gat(t, line, true),
-        b"set" => store(t, buf, line, StoreKind::Set, limits),
-        b"add" => store(t, buf, line, StoreKind::Add, limits),
-        b"replace" => store(t, buf, line, StoreKind::Replace, limits),
-        b"append" => store(t, buf, line, StoreKind::Append, limits),
-        b"prepend" => store(t, buf, line, StoreKind::Prepend, limits),
-        b"cas" => store(t, buf, line, StoreKind::Cas, limits),
+        b"set" => store(t, input, line, StoreKind::Set, limits),
+        b"add" => store(t, input, line, StoreKind::Add, limits),
+        b"replace" => store(t, input, line, StoreKind::Replace, limits),
+        b"append" => store(t, input, line, StoreKind::Append, limits),
+        b"prepend" => store(t, input, line, StoreKind::Prepend, limits),
+        b"cas" => store(t, input, line, StoreKind::Cas, limits),
         b"delete" => delete(t, line),
         b"incr" => arith(t, line, true),
         b"decr" => arith(t, line, false),
@@ -519,7 +536,7 @@ fn command<'a>(t: &Tokens<'a>, buf: &'a [u8], consumed: usize, limits: &Limits) 
         b"extstore" => admin(t, line, AdminCommand::Extstore, 2),
         b"refresh_certs" => admin(t, line, AdminCommand::RefreshCerts, 1),
         b"mg" | b"ms" | b"md" | b"ma" | b"mn" | b"me" => {
-            crate::meta::parse(t.get(0), t.line, t.len, buf, consumed, limits)
+            crate::meta::parse(t.get(0), t.line, t.len, input, consumed, limits)
         }
         _ => unknown(t, line),
     }
@@ -624,7 +641,7 @@ enum StoreKind {
 /// `<cmd> <key> <flags> <exptime> <bytes> [<cas unique>] [noreply]\r\n<data>\r\n`
 fn store<'a>(
     t: &Tokens<'a>,
-    buf: &'a [u8],
+    input: Input<'a>,
     line: Line,
     kind: StoreKind,
     limits: &Limits,
@@ -669,15 +686,12 @@ fn store<'a>(
             swallow: block,
         };
     }
-    let end = line.consumed + block;
-    if buf.len() < end {
-        return Parsed::Incomplete { needed: Some(end) };
-    }
-    if &buf[end - 2..end] != b"\r\n" {
+    let (data, end) = match block::take(input, line.consumed, block - 2, true) {
+        Block::Ready { data, end } => (data, end),
+        Block::Incomplete(end) => return Parsed::Incomplete { needed: Some(end) },
         // memcached has read the whole block into the item by now.
-        return Line { consumed: end }.fail(BAD_DATA_CHUNK, noreply);
-    }
-    let data = &buf[line.consumed..end - 2];
+        Block::BadChunk(end) => return Line { consumed: end }.fail(BAD_DATA_CHUNK, noreply),
+    };
     Parsed::Request {
         request: Request::Store {
             command,

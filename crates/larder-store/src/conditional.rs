@@ -107,7 +107,7 @@ impl Store {
         let vlen = arith::new_len(oh.vlen, digits.len());
         let old_cas = l.g.cas(old);
         let size = |cas| item::item_len_cas(key.len(), vlen, oh.flags, cas);
-        let Some((loc, new_cas)) = self.reserve_version(&mut l, now, NewVersion { exptime: oh.exptime, protect: 0, old_cas: Some(old_cas), new_cas }, size, d) else {
+        let Some((loc, new_cas)) = self.reserve_version(&mut l, now, NewVersion { exptime: oh.exptime, protect: 0, old_cas: Some(old_cas), new_cas, landed: None }, size, d) else {
             return (ArithOutcome::OutOfMemory, none);
         };
         let size = size(new_cas);

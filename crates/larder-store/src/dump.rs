@@ -295,7 +295,7 @@ mod tests {
         };
         let mut r = s.reporting(&mut log);
         let set = |r: &mut crate::Reporting<'_, _>, key: &[u8], exptime, value: &[u8]| {
-            let w = crate::Write { mode: Mode::Set, key, flags: 0, exptime, value };
+            let w = crate::Write { mode: Mode::Set, key, flags: 0, exptime, value, landed: None };
             r.write(&w, 1, &crate::WriteOptions::default())
         };
         set(&mut r, b"exp", 5, b"v");
@@ -312,7 +312,7 @@ mod tests {
         let mut log = |k: &[u8], b, d, _: &crate::DepartedItem| seen.push((k.to_vec(), b, d));
         for i in 0..20_000 {
             let k = format!("key:{i}");
-            let w = crate::Write { mode: Mode::Set, key: k.as_bytes(), flags: 0, exptime: 0, value: &[b'x'; 500] };
+            let w = crate::Write { mode: Mode::Set, key: k.as_bytes(), flags: 0, exptime: 0, value: &[b'x'; 500], landed: None };
             if let (crate::StoreResult::Stored(_), charge) = s.reporting(&mut log).write(&w, 6, &crate::WriteOptions::default()) {
                 stored += charge.written;
             }
@@ -339,7 +339,7 @@ mod tests {
             // Hot keys (hit, so they survive eviction) and overwrites of
             // recent ones (dead bytes, so compaction).
             let k = if i % 3 == 0 { format!("hot:{}", i % 300) } else { format!("key:{}", i - i % 7) };
-            let w = crate::Write { mode: Mode::Set, key: k.as_bytes(), flags: 0, exptime: 0, value: &[b'x'; 300] };
+            let w = crate::Write { mode: Mode::Set, key: k.as_bytes(), flags: 0, exptime: 0, value: &[b'x'; 300], landed: None };
             if let (crate::StoreResult::Stored(_), charge) = s.reporting(&mut log).write(&w, 1, &crate::WriteOptions::default()) {
                 stored += charge.written;
                 replaced += charge.released;

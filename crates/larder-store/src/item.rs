@@ -30,6 +30,10 @@
 /// Longest key accepted (memcached's `KEY_MAX_LENGTH`).
 pub const MAX_KEY_LEN: usize = 250;
 
+/// Longest item header (before the key): control, key length, a 4-byte
+/// value length, exptime, access time, client flags, an explicit CAS.
+pub const MAX_HEADER_LEN: usize = 2 + 4 + 4 + 2 + 4 + 8;
+
 const WIDTH_MASK: u8 = 0b11;
 const HAS_FLAGS: u8 = 1 << 2;
 const FETCHED: u8 = 1 << 3;
@@ -352,6 +356,16 @@ mod tests {
         assert_eq!(header_len(1 << 20, 0), 11);
         assert_eq!(header_len(1 << 30, 0), 12);
         assert_eq!(item_len(5, 10, 0), 24);
+    }
+
+    #[test]
+    fn no_header_is_longer_than_max_header_len() {
+        for vlen in [0, 255, 256, 1 << 16, 1 << 24, u32::MAX as usize] {
+            for cas in [None, Some(7)] {
+                assert!(item_len_cas(MAX_KEY_LEN, vlen, u32::MAX, cas) - vlen - MAX_KEY_LEN <= MAX_HEADER_LEN);
+            }
+        }
+        assert_eq!(item_len_cas(1, 1 << 24, 1, Some(7)) - (1 << 24) - 1, MAX_HEADER_LEN);
     }
 
     #[test]

@@ -45,7 +45,7 @@
 
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
 
 /// Memory outside `-m` that can take over the charge for a large object
@@ -65,8 +65,10 @@ pub struct LargeObject {
     seal: AtomicUsize,
     /// The pool's `used` counter, which these bytes are charged to...
     used: Arc<AtomicUsize>,
-    /// ...unless they were moved here ([`LargeObject::spill`]).
-    spilled: OnceLock<Arc<dyn PinSpill>>,
+    /// ...unless `in_spill`: then they are charged here (a pinned object
+    /// the store let go of, [`let_go`]; a [`Landing`] not yet adopted).
+    spill: OnceLock<Arc<dyn PinSpill>>,
+    in_spill: AtomicBool,
 }
 
 // SAFETY: the only interior mutability is through `SegBuf`'s `&mut`
@@ -77,11 +79,21 @@ unsafe impl Sync for LargeObject {}
 impl LargeObject {
     /// `n` zeroed bytes, already reserved in `used` by the caller.
     fn new(n: usize, used: Arc<AtomicUsize>) -> LargeObject {
-        let zeroed: Box<[u8]> = vec![0u8; n].into_boxed_slice();
+        let zeroed: Box<[u8]> = crate::bigbuf::zeroed(n);
         // SAFETY: `UnsafeCell<u8>` is `repr(transparent)` over `u8`, so the
         // allocation has the same layout either way; ownership moves whole.
         let bytes = unsafe { Box::from_raw(Box::into_raw(zeroed) as *mut [UnsafeCell<u8>]) };
-        LargeObject { bytes, seal: AtomicUsize::new(usize::MAX), used, spilled: OnceLock::new() }
+        LargeObject { bytes, seal: AtomicUsize::new(usize::MAX), used, spill: OnceLock::new(), in_spill: AtomicBool::new(false) }
+    }
+
+    /// Moves the charge from the pool's `used` to `spill` (which has
+    /// already taken it).
+    fn charge_to_spill(&self, spill: &Arc<dyn PinSpill>) {
+        // Set before any reference drops, so whichever thread drops the
+        // last one (Arc's release/acquire) sees both.
+        let _ = self.spill.set(spill.clone());
+        self.in_spill.store(true, Relaxed);
+        self.used.fetch_sub(self.len(), Relaxed);
     }
 
     fn ptr(&self) -> *mut u8 {
@@ -95,9 +107,9 @@ impl LargeObject {
 
 impl Drop for LargeObject {
     fn drop(&mut self) {
-        match self.spilled.get() {
-            Some(spill) => spill.give_back(self.bytes.len()),
-            None => {
+        match self.spill.get() {
+            Some(spill) if self.in_spill.load(Relaxed) => spill.give_back(self.bytes.len()),
+            _ => {
                 self.used.fetch_sub(self.bytes.len(), Relaxed);
             }
         }
@@ -111,10 +123,7 @@ pub(crate) fn let_go(obj: Arc<LargeObject>, spill: Option<&Arc<dyn PinSpill>>) {
     if Arc::strong_count(&obj) > 1 {
         if let Some(spill) = spill {
             if spill.try_take(obj.len()) {
-                // Set before our reference drops, so whichever thread drops
-                // the last one (Arc's release/acquire) sees it.
-                let _ = obj.spilled.set(spill.clone());
-                obj.used.fetch_sub(obj.len(), Relaxed);
+                obj.charge_to_spill(spill);
             }
         }
     }
@@ -215,6 +224,117 @@ impl Deref for Pinned {
         // are written only while the object is unique, i.e. no `Pinned`
         // exists.
         unsafe { std::slice::from_raw_parts(o.ptr().add(self.start), o.len() - self.start) }
+    }
+}
+
+/// Bytes a landing keeps in front of the value for the item's header and
+/// key: the longest header (explicit CAS, client flags, 4-byte length) plus
+/// the longest key. The store fills what its item does not use with
+/// [`PAD`](crate::item::PAD) bytes, which segment walkers step over.
+pub const LANDING_ROOM: usize = crate::item::MAX_HEADER_LEN + crate::item::MAX_KEY_LEN;
+
+/// A large value on its way in from a client, received straight into the
+/// buffer that becomes its large object, so a big `set` is neither
+/// buffered in the connection nor copied into the store (memcached reads
+/// a value into its item the same way).
+///
+/// Its bytes are charged to the connection budget (the [`PinSpill`]) while
+/// they arrive, as the read buffer that would otherwise hold them was; when
+/// the store adopts it ([`Store::write`](crate::Store) with
+/// [`Write::landed`](crate::Write)) the charge moves to `-m`. Dropped
+/// unadopted (the write was refused, the client went away), it gives its
+/// bytes back to the budget.
+///
+/// Layout: [`LANDING_ROOM`] bytes, then the value. Filled through
+/// [`unfilled`](Self::unfilled) while this is the object's only handle;
+/// [`value`](Self::value) then seals it at the value, so the store may write
+/// the item's header in front while the request still reads the value.
+pub struct Landing {
+    buf: SegBuf,
+    filled: usize,
+    /// The value once complete (a pin: the seal is set).
+    value: Option<Pinned>,
+}
+
+impl Landing {
+    /// Room for a `value_len`-byte value, charged to `spill`; `None` when
+    /// it has no room.
+    pub(crate) fn new(value_len: usize, used: Arc<AtomicUsize>, spill: &Arc<dyn PinSpill>) -> Option<Landing> {
+        let n = LANDING_ROOM + value_len;
+        if !spill.try_take(n) {
+            return None;
+        }
+        let obj = LargeObject::new(n, used);
+        let _ = obj.spill.set(spill.clone());
+        obj.in_spill.store(true, Relaxed);
+        Some(Landing { buf: SegBuf::Large(Arc::new(obj)), filled: 0, value: None })
+    }
+
+    /// Where the next received bytes go (empty once the value is complete).
+    pub fn unfilled(&mut self) -> &mut [u8] {
+        if self.value.is_some() {
+            return &mut [];
+        }
+        let start = LANDING_ROOM + self.filled;
+        &mut self.buf[start..]
+    }
+
+    /// `n` more bytes were written to [`unfilled`](Self::unfilled).
+    pub fn advance(&mut self, n: usize) {
+        self.filled += n;
+        debug_assert!(LANDING_ROOM + self.filled <= self.buf.len());
+        if LANDING_ROOM + self.filled == self.buf.len() {
+            self.value = self.buf.pin(LANDING_ROOM);
+        }
+    }
+
+    pub fn is_complete(&self) -> bool {
+        self.value.is_some()
+    }
+
+    /// The value, once complete (empty before).
+    pub fn value(&self) -> &[u8] {
+        self.value.as_deref().unwrap_or(&[])
+    }
+
+    /// Bytes held (charged to the budget until adopted).
+    pub fn bytes(&self) -> usize {
+        self.buf.len()
+    }
+
+    fn object(&self) -> &Arc<LargeObject> {
+        let SegBuf::Large(obj) = &self.buf else { unreachable!("a landing is a large object") };
+        obj
+    }
+
+    /// Whether the store may adopt this landing for a write of `value`:
+    /// `value` is its complete value (the same bytes, not a copy), and it
+    /// was not adopted before.
+    pub(crate) fn adoptable_for(&self, value: &[u8]) -> bool {
+        let v = self.value();
+        self.is_complete()
+            && std::ptr::eq(v.as_ptr(), value.as_ptr())
+            && v.len() == value.len()
+            && self.object().in_spill.load(Relaxed)
+    }
+
+    /// The store takes the object: a handle for its segment table. The
+    /// caller has reserved [`len`](Self::len) bytes of `-m` for it; the
+    /// budget gets its charge back.
+    pub(crate) fn adopt(&self) -> SegBuf {
+        let obj = self.object();
+        let was_in_spill = obj.in_spill.swap(false, Relaxed);
+        assert!(was_in_spill, "a landing is adopted once");
+        if let Some(spill) = obj.spill.get() {
+            spill.give_back(obj.len());
+        }
+        SegBuf::Large(obj.clone())
+    }
+}
+
+impl std::fmt::Debug for Landing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Landing({} of {} bytes)", self.filled, self.buf.len() - LANDING_ROOM)
     }
 }
 

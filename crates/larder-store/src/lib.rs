@@ -113,10 +113,13 @@
 //! flushed; a segment whose last live item is deleted or replaced is freed
 //! at once.
 
-// Only `large` (shareable large objects) needs `unsafe`; it says why.
+// Only `large` (shareable large objects) and `bigbuf` (huge-page advice)
+// need `unsafe`; each says why.
 #![deny(unsafe_code)]
 
 mod arith;
+#[allow(unsafe_code)]
+pub mod bigbuf;
 mod conditional;
 mod crc32c;
 mod dump;
@@ -143,7 +146,7 @@ pub use meta::{MetaGet, MetaItem, WriteOptions};
 pub use snapshot::{LoadReport, SaveReport, SnapshotClock, SnapshotError, FORMAT_VERSION as SNAPSHOT_FORMAT_VERSION, MAGIC as SNAPSHOT_MAGIC};
 pub use dump::{item_bytes, Charge, DepartedItem, Departure, Departures, DumpItem, Unreported};
 pub use reporting::Reporting;
-pub use large::{PinSpill, Pinned};
+pub use large::{Landing, PinSpill, Pinned, LANDING_ROOM};
 use large::SegBuf;
 use evict::{EvictionPolicy, S3Fifo, Want, MAX_COPYING_EVICTIONS};
 use hash::KeyHasher;
@@ -217,12 +220,16 @@ pub struct Write<'a> {
     /// Store time (0: never).
     pub exptime: Time,
     pub value: &'a [u8],
+    /// The [`Landing`] `value` was received into, if it was: a `set`,
+    /// `add`, `replace` or `cas` that makes a large object adopts it
+    /// instead of copying the value (see [`large`](crate::large)).
+    pub landed: Option<&'a Landing>,
 }
 
 /// The new version of an item that [`Store::reserve_version`] makes room
 /// for: its expiry, which picks the TTL class, and what decides its CAS.
 #[derive(Clone, Copy)]
-struct NewVersion {
+struct NewVersion<'a> {
     exptime: Time,
     /// A segment of the shard not to evict meanwhile (the old version's,
     /// whose bytes an append still copies; 0 = none).
@@ -232,6 +239,8 @@ struct NewVersion {
     old_cas: Option<u64>,
     /// A CAS the client chose (meta `E`), stored as given.
     new_cas: Option<u64>,
+    /// A received value to adopt as the new item's large object.
+    landed: Option<&'a Landing>,
 }
 
 /// How [`Store::evict_one`] evicts.
@@ -401,7 +410,7 @@ impl Store {
         now: Time,
         cas: Option<u64>,
     ) -> StoreResult {
-        self.store_cond(&Write { mode, key, flags, exptime, value }, now, &WriteOptions { cas, ..WriteOptions::default() })
+        self.store_cond(&Write { mode, key, flags, exptime, value, landed: None }, now, &WriteOptions { cas, ..WriteOptions::default() })
     }
 
     /// [`store_if`](Self::store_if) with the meta protocol's options (see
@@ -440,7 +449,7 @@ impl Store {
     /// shard lock. On `OutOfMemory` for want of a large object's bytes,
     /// `large` is set to how many.
     fn store_once(&self, w: &Write<'_>, now: Time, opts: &WriteOptions, large: &mut usize, charge: &mut Charge, d: &mut dyn Departures) -> StoreResult {
-        let Write { mode, key, flags, exptime, value } = *w;
+        let Write { mode, key, flags, exptime, value, landed } = *w;
         let WriteOptions { cas, stale_if_older, key_binary, new_cas } = *opts;
         let h = self.hasher.hash(key);
         let mut l = self.lock(h, now);
@@ -499,9 +508,13 @@ impl Store {
         let protect = old_val.map_or(0, |(seg, _, _)| seg);
         let old_cas = old_loc.map(|o| l.g.cas(o));
         let size = |cas| item::item_len_cas(key.len(), vlen, flags, cas);
-        let Some((loc, new_cas)) = self.reserve_version(&mut l, now, NewVersion { exptime, protect, old_cas, new_cas }, size, d) else {
+        // A value received straight into a large object's buffer becomes
+        // the item in place (whole-value writes only; an append copies).
+        let landed = landed.filter(|ld| !concat && ld.adoptable_for(value) && size(Some(0)) > self.segment_size);
+        let v = NewVersion { exptime, protect, old_cas, new_cas, landed };
+        let Some((loc, new_cas)) = self.reserve_version(&mut l, now, v, size, d) else {
             // With the bigger form (explicit CAS): enough either way.
-            let want = size(Some(0));
+            let want = landed.map_or(size(Some(0)), |ld| ld.bytes());
             if want > self.segment_size {
                 *large = want;
             }
@@ -531,6 +544,8 @@ impl Store {
                 l.g.segs.copy(seg, off, loc.seg, vstart + value.len(), n);
                 l.g.item_bytes_mut(loc)[voff..voff + value.len()].copy_from_slice(value);
             }
+            // Received in place: the value is already behind the header.
+            _ if landed.is_some() => {}
             _ => l.g.item_bytes_mut(loc)[voff..].copy_from_slice(value),
         }
         if !l.g.commit(h, loc, old_loc, true, &self.env(now), d) {
@@ -645,6 +660,19 @@ impl Store {
         self.pool.set_spill(spill);
     }
 
+    /// Whether a value of `value_len` bytes always makes a large object,
+    /// so that receiving it into a [`Landing`] saves a copy.
+    pub fn lands(&self, value_len: usize) -> bool {
+        value_len > self.segment_size
+    }
+
+    /// A [`Landing`] for a `value_len`-byte value, charged to the pin spill
+    /// (the connection budget) until a write adopts it; `None` without a
+    /// spill, or when it has no room (memcached's out of memory).
+    pub fn landing(&self, value_len: usize) -> Option<Landing> {
+        self.pool.landing(value_len)
+    }
+
     /// Change the memory limit at run time (`cache_memlimit`).
     pub fn set_memory_limit(&self, bytes: usize) -> Result<(), ConfigError> {
         if bytes < self.segment_size {
@@ -697,18 +725,40 @@ impl Store {
         &self,
         l: &mut Locked<'_>,
         now: Time,
-        v: NewVersion,
+        v: NewVersion<'_>,
         size: impl Fn(Option<u64>) -> usize,
         d: &mut dyn Departures,
     ) -> Option<(Loc, Option<u64>)> {
-        let NewVersion { exptime, protect, old_cas, new_cas } = v;
+        let NewVersion { exptime, protect, old_cas, new_cas, landed } = v;
         let slot = l.g.open_slot(exptime, now, &self.pool);
         let cas = new_cas.or_else(|| {
             let old = old_cas?;
             l.g.needs_fresh_cas(slot, size(None), old).then(|| self.pool.next_gen() << 24)
         });
-        let loc = self.reserve(l, size(cas), protect, now, slot, d)?;
+        let loc = match landed {
+            Some(ld) => self.reserve_landed(l, ld, size(cas), protect, now, slot, d)?,
+            None => self.reserve(l, size(cas), protect, now, slot, d)?,
+        };
         Some((loc, cas))
+    }
+
+    /// [`reserve`](Self::reserve) for an item of `size` bytes whose value
+    /// arrived in `ld`: `-m` makes room for the landing's bytes (evicting as
+    /// for any large object), the shard adopts its buffer, and the item
+    /// goes where its header ends right at the value. The room in front of
+    /// it is padding that segment walkers step over.
+    #[allow(clippy::too_many_arguments)]
+    fn reserve_landed(&self, l: &mut Locked<'_>, ld: &Landing, size: usize, protect: u32, now: Time, slot: usize, d: &mut dyn Departures) -> Option<Loc> {
+        let value_len = ld.value().len();
+        let head = size - value_len;
+        debug_assert!(head <= LANDING_ROOM);
+        if !self.acquire_room(l, ld.bytes(), protect, now, d) {
+            return None;
+        }
+        let loc = l.g.install(ld.adopt(), self.pool.next_gen(), true, slot, &self.pool, now);
+        let item_off = LANDING_ROOM - head;
+        l.g.item_bytes_mut(loc)[..item_off].fill(item::PAD);
+        Some(Loc { seg: loc.seg, off: item_off as u32 })
     }
 
     /// Space for an item of `size` bytes in the locked shard: in the open
@@ -743,22 +793,34 @@ impl Store {
         if large.is_some_and(|n| n > self.pool.limit()) {
             return None;
         }
+        self.acquire_with(l, large.is_some(), protect, now, d, || match large {
+            None => self.pool.segment().map(SegBuf::from),
+            Some(n) => self.pool.large(n),
+        })
+    }
+
+    /// `n` bytes of `-m` reserved for a buffer that already exists (a
+    /// [`Landing`]), evicting segments while the budget is exhausted.
+    fn acquire_room(&self, l: &mut Locked<'_>, n: usize, protect: u32, now: Time, d: &mut dyn Departures) -> bool {
+        n <= self.pool.limit() && self.acquire_with(l, true, protect, now, d, || self.pool.reserve_large(n).then_some(())).is_some()
+    }
+
+    /// What `get` gives once it gives something and the shard has a free
+    /// segment id, evicting (`discard`: releasing the victims' bytes rather
+    /// than keeping a spare buffer) until then.
+    fn acquire_with<T>(&self, l: &mut Locked<'_>, discard: bool, protect: u32, now: Time, d: &mut dyn Departures, mut get: impl FnMut() -> Option<T>) -> Option<T> {
         let mut idle = 0;
         let mut evictions = 0;
         let mut order = Vec::with_capacity(self.shards.len());
         for _ in 0..100_000 {
             if l.g.segs.has_free_id() {
-                let got = match large {
-                    None => self.pool.segment().map(SegBuf::from),
-                    Some(n) => self.pool.large(n),
-                };
-                if got.is_some() {
-                    return got;
+                if let Some(got) = get() {
+                    return Some(got);
                 }
             }
             let plain = evictions >= MAX_COPYING_EVICTIONS;
             let me = l.n;
-            if self.evict_one(Some(&mut *l), me, protect, now, EvictHow { discard: large.is_some(), plain }, &mut order, d) {
+            if self.evict_one(Some(&mut *l), me, protect, now, EvictHow { discard, plain }, &mut order, d) {
                 idle = 0;
                 evictions += 1;
                 continue;

@@ -106,7 +106,7 @@ impl Store {
                 };
                 let Some(ttl) = opts.vivify else { return miss };
                 let size = |cas| item::item_len_cas(key.len(), 0, 0, cas);
-                let Some((loc, _)) = self.reserve_version(&mut l, now, NewVersion { exptime: ttl, protect: 0, old_cas: None, new_cas: opts.new_cas }, size, d) else { return miss };
+                let Some((loc, _)) = self.reserve_version(&mut l, now, NewVersion { exptime: ttl, protect: 0, old_cas: None, new_cas: opts.new_cas, landed: None }, size, d) else { return miss };
                 item::encode_cas(l.g.item_bytes_mut(loc), key, 0, 0, ttl, now, opts.new_cas);
                 item::set_key_binary(l.g.item_bytes_mut(loc), opts.key_binary);
                 if !l.g.commit(h, loc, None, true, &self.env(now), d) {
@@ -198,7 +198,7 @@ impl Store {
         let old_cas = l.g.cas(old);
         let size = |cas| item::item_len_cas(oh.klen, oh.vlen, oh.flags, cas);
         let new_exptime = exptime.unwrap_or(oh.exptime);
-        let Some((loc, new_cas)) = self.reserve_version(&mut l, now, NewVersion { exptime: new_exptime, protect: old.seg, old_cas: Some(old_cas), new_cas }, size, d) else {
+        let Some((loc, new_cas)) = self.reserve_version(&mut l, now, NewVersion { exptime: new_exptime, protect: old.seg, old_cas: Some(old_cas), new_cas, landed: None }, size, d) else {
             // No room for the copy: deleting is the safe fallback, a reader
             // then misses instead of reading a value known to be stale.
             if let Some(pos) = l.g.index.find_loc(h, old) {
@@ -269,7 +269,7 @@ impl Store {
         now: Time,
         opts: &WriteOptions,
     ) -> StoreResult {
-        self.store_cond(&Write { mode, key, flags, exptime, value }, now, opts)
+        self.store_cond(&Write { mode, key, flags, exptime, value, landed: None }, now, opts)
     }
 
     /// Every storage command of every protocol, as the server issues it:

@@ -15,7 +15,7 @@
 //! lock is a leaf lock, taken at most once per segment's worth of writes.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
-use crate::large::{let_go, PinSpill, SegBuf};
+use crate::large::{Landing, let_go, PinSpill, SegBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 pub struct Pool {
@@ -103,12 +103,25 @@ impl Pool {
     /// memory that small items gave back, and the caller would evict live
     /// items — or fail — while idle buffers sit here.
     pub fn large(&self, n: usize) -> Option<SegBuf> {
+        self.reserve_large(n).then(|| SegBuf::large(n, self.used.clone()))
+    }
+
+    /// Reserves `n` bytes for a large object, releasing spare buffers
+    /// first if need be (see [`large`](Self::large)); false if they do not fit.
+    pub fn reserve_large(&self, n: usize) -> bool {
         while !self.try_reserve(n) {
             if !self.drop_spare() {
-                return None;
+                return false;
             }
         }
-        Some(SegBuf::large(n, self.used.clone()))
+        true
+    }
+
+    /// A [`Landing`] for a `value_len`-byte value, charged to the spill
+    /// (the connection budget) until the store adopts it; `None` without a
+    /// spill or room in it.
+    pub fn landing(&self, value_len: usize) -> Option<Landing> {
+        Landing::new(value_len, self.used.clone(), self.spill.get()?)
     }
 
     /// Sets where pinned large objects the store lets go of are charged

@@ -243,8 +243,9 @@ impl Shard {
             flags: h.flags,
             cas: h.cas.unwrap_or_else(|| self.cas(loc)),
             exptime: h.exptime,
-            // A large object holds one item at offset 0.
-            large: seg.large.then(|| (&seg.buf, h.val_off())),
+            // A large object holds one item (at offset 0, or after padding when
+            // it was received in place: `Landing`).
+            large: seg.large.then(|| (&seg.buf, loc.off as usize + h.val_off())),
         }
     }
 

@@ -503,7 +503,7 @@ impl Store {
         };
         let key = &buf[rec.key.clone()];
         let value = &buf[rec.value.clone()];
-        let w = Write { mode: Mode::Set, key, flags: rec.flags, exptime, value };
+        let w = Write { mode: Mode::Set, key, flags: rec.flags, exptime, value, landed: None };
         let opts = WriteOptions { new_cas: Some(rec.cas), key_binary: rec.bits & BIT_KEY_BINARY != 0, ..WriteOptions::default() };
         match self.store_cond(&w, clock.now, &opts) {
             StoreResult::Stored(_) => rep.items += 1,

@@ -8,6 +8,14 @@
 //! request needs (a value up to `-I`, a long multi-get line), are bounded by
 //! the parser's limits, and shrink back once such a request is done.
 //!
+//! A value too big for a store segment is not read into these buffers: once
+//! its command is in, the value is received straight into the buffer that
+//! becomes its large object in the store (a `larder_store::Landing`, charged
+//! to the connection budget until the write adopts it), so a 128 MiB `set`
+//! is neither buffered twice nor copied. Only the command and what follows
+//! the value stay in the read buffer; the parser frames the two together
+//! (`larder_proto::block`).
+//!
 //! Backpressure: when a client does not read its replies and the pending
 //! output passes [`WRITE_HIGH_WATER`], the session stops executing requests
 //! until the output drains, so a slow reader cannot make the server buffer
@@ -53,8 +61,10 @@ use crate::state::stats::{bump, WorkerStats};
 use crate::state::config::Protocol;
 use crate::trace::watch::{CloseReason, Reserved};
 use crate::net::stream::Stream;
-use larder_proto::{binary, parse, AdminCommand, Request};
-use larder_store::Time;
+use larder_proto::block::Input;
+use larder_proto::text::parse_input;
+use larder_proto::{binary, AdminCommand, Request};
+use larder_store::{Landing, Time};
 use std::io;
 use std::sync::Arc;
 
@@ -150,6 +160,19 @@ pub struct Session {
     /// That request was released and runs again: its first read answers
     /// what it finds.
     retry: bool,
+    /// The value of the request at the front, when it is received into the
+    /// store's buffer instead of `rbuf` (see the module docs).
+    landing: Option<Landing>,
+}
+
+/// What [`Session::land`] did with a waiting value.
+enum Landed {
+    /// Not a large object's: it goes to the read buffer.
+    No,
+    /// It is being received into the store's buffer.
+    Yes,
+    /// It would be, but the connection budget has no room for it.
+    NoRoom,
 }
 
 /// Segments walked per metadump step (one hold of a shard lock).
@@ -192,6 +215,7 @@ impl Session {
             auth: ConnAuth::new(!authenticated),
             ticket: None,
             retry: false,
+            landing: None,
         }
     }
 
@@ -274,7 +298,10 @@ impl Session {
         let input = self.rbuf.len().saturating_sub(BUF_SIZE);
         budget.recharge(self.in_charged, input);
         self.in_charged = input;
-        let bufs = (self.rbuf.len(), self.out.capacity());
+        // A value being received into the store's buffer is input too (its
+        // bytes are charged to the budget by the landing itself).
+        let landing = self.landing.as_ref().map_or(0, |l| l.bytes());
+        let bufs = (self.rbuf.len() + landing, self.out.capacity());
         budget.resize(self.bufs, bufs);
         self.bufs = bufs;
     }
@@ -290,11 +317,22 @@ impl Session {
 
     /// The request at the front is incomplete; `needed`: the bytes it needs
     /// in all, when a data block is announced. Makes room for the block at
-    /// once (not step by step), or refuses it when the budget cannot hold
+    /// once (not step by step) — a large value's room in the store
+    /// ([`land`](Self::land)) — or refuses it when the budget cannot hold
     /// it: true when it was refused and processing goes on (its bytes are
     /// swallowed as they come).
-    fn await_block(&mut self, needed: Option<usize>, budget: &ConnBudget, binary_request: bool) -> bool {
+    fn await_block(&mut self, srv: &Server, needed: Option<usize>, budget: &ConnBudget, binary_request: bool) -> bool {
         let Some(total) = needed else { return false };
+        if self.landing.is_none() {
+            match self.land(srv, total, binary_request) {
+                Landed::No => {}
+                Landed::Yes => return false,
+                Landed::NoRoom => {
+                    self.refuse_input(total, budget, binary_request);
+                    return true;
+                }
+            }
+        }
         if !self.input_fits(total, budget) {
             self.refuse_input(total, budget, binary_request);
             return true;
@@ -302,6 +340,27 @@ impl Session {
         self.info.set_state(ConnState::Nread);
         self.reserve_for(total);
         false
+    }
+
+    /// Receive the value of the request at the front (`total` bytes in all)
+    /// into the store's buffer, if it is big enough to be a large object:
+    /// what of it is already read moves there, and what follows it (part of
+    /// its trailer) closes up behind the command.
+    fn land(&mut self, srv: &Server, total: usize, binary_request: bool) -> Landed {
+        let buf = &self.rbuf[self.rstart..self.rend];
+        let shape = if binary_request { binary::waiting_shape(buf, total) } else { larder_proto::text::waiting_shape(buf, total) };
+        let Some(shape) = shape.filter(|s| srv.store.lands(s.value)) else { return Landed::No };
+        let Some(mut landing) = srv.store.landing(shape.value) else { return Landed::NoRoom };
+        let vstart = self.rstart + shape.head;
+        let have = (self.rend - vstart).min(shape.value);
+        landing.unfilled()[..have].copy_from_slice(&self.rbuf[vstart..vstart + have]);
+        landing.advance(have);
+        self.rbuf.copy_within(vstart + have..self.rend, vstart);
+        self.rend -= have;
+        self.need = shape.head + shape.trailer;
+        self.landing = Some(landing);
+        self.info.set_state(ConnState::Nread);
+        Landed::Yes
     }
 
     /// After a request ran: whether the connection closes (`quit` or an
@@ -472,14 +531,15 @@ impl Session {
     /// Make the read buffer able to hold `total` bytes of one request.
     ///
     /// A bigger buffer is allocated at its exact size and zeroed by the
-    /// allocator (`vec![0; n]`: fresh pages, no memset pass over a 128 MiB
-    /// value), and only the unprocessed bytes move into it — not a `resize`,
-    /// which would copy and then memset.
+    /// allocator (fresh pages, no memset pass over a 128 MiB value, huge
+    /// pages where the kernel offers them: `larder_store::bigbuf`), and only
+    /// the unprocessed bytes move into it — not a `resize`, which would copy
+    /// and then memset.
     fn reserve_for(&mut self, total: usize) {
         self.need = total;
         if self.rstart + total > self.rbuf.len() {
             if total > self.rbuf.len() {
-                let mut grown = vec![0u8; total];
+                let mut grown = larder_store::bigbuf::zeroed(total).into_vec();
                 grown[..self.rend - self.rstart].copy_from_slice(&self.rbuf[self.rstart..self.rend]);
                 self.rbuf = grown;
                 self.rend -= self.rstart;
@@ -493,12 +553,21 @@ impl Session {
     /// How many bytes the next `fill` will offer the socket (after it
     /// makes room): a read that returns fewer drained it.
     fn read_room(&mut self) -> usize {
+        if let Some(landing) = self.landing.as_mut().filter(|l| !l.is_complete()) {
+            return landing.unfilled().len();
+        }
         self.prepare_fill();
         self.rbuf.len() - self.rend
     }
 
-    /// Read once into free space, making room first.
+    /// Read once into free space (the rest of a value being received into
+    /// the store's buffer, or the read buffer), making room first.
     fn fill(&mut self) -> io::Result<usize> {
+        if let Some(landing) = self.landing.as_mut().filter(|l| !l.is_complete()) {
+            let n = self.stream.read(landing.unfilled())?;
+            landing.advance(n);
+            return Ok(n);
+        }
         self.prepare_fill();
         let n = self.stream.read(&mut self.rbuf[self.rend..])?;
         self.rend += n;
@@ -561,9 +630,16 @@ impl Session {
             if *allowance == 0 {
                 return true;
             }
+            if self.landing.as_ref().is_some_and(|l| !l.is_complete()) {
+                break; // its value is still arriving
+            }
             // What the next request may produce before it pauses.
             self.out.pause_at = self.wstart + WRITE_HIGH_WATER;
-            let buf = &self.rbuf[self.rstart..self.rend];
+            // The front request's value, if received aside: the request
+            // consumes it (or, still missing its trailer, gives it back).
+            let landed = self.landing.take();
+            let input = Input { buf: &self.rbuf[self.rstart..self.rend], aside: landed.as_ref().map(|l| l.value()) };
+            let buf = input.buf;
             if !self.auth.authenticated() && srv.auth.is_some() {
                 // -Y: the one gate before any protocol: see `wire::auth`.
                 // (-S's gate is the binary parser's, below.)
@@ -605,12 +681,9 @@ impl Session {
             }
             if self.wire == Wire::Binary {
                 let mark = self.out.len();
-                let mut cx = Ctx::new(srv, ws, tr, self.info.fd, now).parking(self.parking());
-                let parsed = if srv.settings.sasl {
-                    binary::parse_sasl(buf, &srv.limits, self.auth.authenticated())
-                } else {
-                    binary::parse(buf, &srv.limits)
-                };
+                let mut cx = Ctx::new(srv, ws, tr, self.info.fd, now).parking(self.parking()).landed(landed.as_ref());
+                let sasl = srv.settings.sasl.then(|| self.auth.authenticated());
+                let parsed = binary::parse_input(input, &srv.limits, sasl);
                 match binwire::triage(&mut cx, parsed, &mut self.out) {
                     BinStep::Run(request, consumed) => {
                         *allowance -= 1;
@@ -643,7 +716,8 @@ impl Session {
                         self.rstart += consumed;
                     }
                     BinStep::Wait(needed) => {
-                        if self.await_block(needed, budget, true) {
+                        self.landing = landed;
+                        if self.await_block(srv, needed, budget, true) {
                             continue;
                         }
                         break;
@@ -667,8 +741,8 @@ impl Session {
                 continue;
             }
             let mark = self.out.len();
-            let mut cx = Ctx::new(srv, ws, tr, self.info.fd, now).parking(self.parking());
-            match triage(&mut cx, parse(buf, &srv.limits), &mut self.out) {
+            let mut cx = Ctx::new(srv, ws, tr, self.info.fd, now).parking(self.parking()).landed(landed.as_ref());
+            match triage(&mut cx, parse_input(input, &srv.limits), &mut self.out) {
                 Step::Run(Request::Admin { command: AdminCommand::LruCrawler, args }, consumed)
                     if args.starts_with(b"metadump") =>
                 {
@@ -720,7 +794,8 @@ impl Session {
                     }
                 }
                 Step::Wait(needed) => {
-                    if self.await_block(needed, budget, false) {
+                    self.landing = landed;
+                    if self.await_block(srv, needed, budget, false) {
                         continue;
                     }
                     break;

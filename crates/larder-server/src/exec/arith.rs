@@ -92,7 +92,7 @@ fn create(cx: &mut Ctx<'_>, a: &Arith<'_>, initial: u64, exptime: Time) -> Count
     let text = decimal(initial, &mut digits);
     let opts = WriteOptions { new_cas: a.new_cas, key_binary: a.key_binary, ..WriteOptions::default() };
     let prior = crate::trace::watch::before_store(cx.trace(), &mut cx.store(), a.key, now, Mode::Add);
-    let write = larder_store::Write { mode: Mode::Add, key: a.key, flags: 0, exptime, value: text };
+    let write = larder_store::Write { mode: Mode::Add, key: a.key, flags: 0, exptime, value: text, landed: None };
     let (result, charge) = cx.store().write(&write, now, &opts);
     let cmd = larder_observe::watch::StoreCmd::Add;
     crate::trace::watch::after_store(cx.trace(), a.key, prior, cmd, &result, exptime, text.len(), now);

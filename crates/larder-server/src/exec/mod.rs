@@ -45,7 +45,7 @@ use crate::trace::WorkerTrace;
 use crate::state::server::Server;
 use crate::state::stats::WorkerStats;
 use crate::state::coalesce::Ticket;
-use larder_store::{Reporting, Time};
+use larder_store::{Landing, Reporting, Time};
 
 /// Everything a command runs with: the server, the calling worker's
 /// counters, accounting and `watch` log, the client's fd (`cfd=` of its
@@ -61,6 +61,9 @@ pub struct Ctx<'a> {
     pub parking: Parking,
     /// Set by a read that parked: what releases it (see [`After::Parked`]).
     pub ticket: Option<Ticket>,
+    /// The request's value, if it was received into the store's buffer
+    /// (`conn::session`): a write adopts it instead of copying.
+    pub landed: Option<&'a Landing>,
 }
 
 /// Whether a plain read that misses may wait for another client's refill
@@ -81,7 +84,7 @@ impl<'a> Ctx<'a> {
     /// `ws` and `tr`.
     pub fn new(srv: &'a Server, ws: &'a WorkerStats, tr: &'a mut WorkerTrace, fd: i32, now: Time) -> Ctx<'a> {
         let WorkerTrace { obs, log } = tr;
-        Ctx { srv, ws, obs, log, fd, now, parking: Parking::Never, ticket: None }
+        Ctx { srv, ws, obs, log, fd, now, parking: Parking::Never, ticket: None, landed: None }
     }
 
     /// The store, reporting what leaves it during the call (evictions,
@@ -100,6 +103,12 @@ impl<'a> Ctx<'a> {
     /// The same context, for a connection that can hold a parked request.
     pub fn parking(mut self, parking: Parking) -> Ctx<'a> {
         self.parking = parking;
+        self
+    }
+
+    /// The request's value was received into `landing` (if `Some`).
+    pub fn landed(mut self, landing: Option<&'a Landing>) -> Ctx<'a> {
+        self.landed = landing;
         self
     }
 

@@ -40,7 +40,7 @@ pub fn store(cx: &mut Ctx<'_>, w: &Write<'_>) -> StoreResult {
     let now = cx.now;
     let ws = cx.ws;
     let prior = crate::trace::watch::before_store(cx.trace(), &mut cx.store(), w.key, now, w.mode);
-    let write = larder_store::Write { mode: w.mode, key: w.key, flags: w.flags, exptime: w.exptime, value: w.data };
+    let write = larder_store::Write { mode: w.mode, key: w.key, flags: w.flags, exptime: w.exptime, value: w.data, landed: cx.landed };
     let (result, charge) = cx.store().write(&write, now, &w.opts);
     let cmd = crate::trace::watch::store_cmd(w.mode, w.opts.cas.is_some());
     crate::trace::watch::after_store(cx.trace(), w.key, prior, cmd, &result, w.exptime, w.data.len(), now);

@@ -1,0 +1,187 @@
+//! Large values received in place (`Landing`): a write adopts the buffer
+//! its value arrived in instead of copying it, and every byte stays
+//! counted — in the connection budget (the pin spill) while it arrives, in
+//! `-m` once adopted, back in the budget when a refused write drops it.
+//! The adopted item must then behave as any large object: read, pinned,
+//! walked by dumps and snapshots, evicted and replaced.
+
+use larder_store::{Config, Lookup, Mode, PinSpill, SnapshotClock, Store, StoreResult, Unreported, Write, WriteOptions, LANDING_ROOM};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+
+const MIB: usize = 1 << 20;
+
+/// A connection budget of `limit` bytes.
+struct Budget {
+    used: AtomicUsize,
+    limit: usize,
+}
+
+impl PinSpill for Budget {
+    fn try_take(&self, n: usize) -> bool {
+        self.used.fetch_update(Relaxed, Relaxed, |u| (u + n <= self.limit).then_some(u + n)).is_ok()
+    }
+    fn give_back(&self, n: usize) {
+        self.used.fetch_sub(n, Relaxed);
+    }
+}
+
+fn store_with_budget(memory: usize, budget: usize) -> (Store, Arc<Budget>) {
+    let store = Store::new(Config { memory_limit: memory, item_size_max: 1 << 30, segment_size: MIB, evict: true }).unwrap();
+    let b = Arc::new(Budget { used: AtomicUsize::new(0), limit: budget });
+    store.set_pin_spill(b.clone());
+    (store, b)
+}
+
+/// A landing filled with `len` bytes of a pattern seeded by `seed`, in
+/// uneven pieces as a socket would deliver them.
+fn received(store: &Store, len: usize, seed: u8) -> larder_store::Landing {
+    let mut ld = store.landing(len).expect("room in the budget");
+    let mut i = 0usize;
+    let mut piece = 1000;
+    while !ld.is_complete() {
+        let room = ld.unfilled();
+        let n = piece.min(room.len());
+        for (j, b) in room[..n].iter_mut().enumerate() {
+            *b = pattern(seed, i + j);
+        }
+        ld.advance(n);
+        i += n;
+        piece = piece * 3 % 70_001 + 1;
+    }
+    assert!(ld.unfilled().is_empty());
+    ld
+}
+
+fn pattern(seed: u8, i: usize) -> u8 {
+    (i % 251) as u8 ^ seed
+}
+
+fn write(store: &Store, mode: Mode, key: &[u8], flags: u32, ld: &larder_store::Landing) -> StoreResult {
+    let w = Write { mode, key, flags, exptime: 0, value: ld.value(), landed: Some(ld) };
+    store.reporting(Unreported).write(&w, 1, &WriteOptions::default()).0
+}
+
+fn value_of(store: &Store, key: &[u8]) -> Option<(Vec<u8>, u32)> {
+    match store.get(key, 1, |i| (i.value.to_vec(), i.flags)) {
+        Lookup::Hit(v) => Some(v),
+        _ => None,
+    }
+}
+
+#[test]
+fn an_adopted_value_is_read_back_and_its_bytes_move_from_the_budget_to_the_memory_limit() {
+    let (store, budget) = store_with_budget(64 * MIB, 32 * MIB);
+    let len = 5 * MIB + 123;
+    let ld = received(&store, len, 7);
+    assert_eq!(budget.used.load(Relaxed), LANDING_ROOM + len, "charged to the budget while it arrives");
+    let before = store.stats().memory_used;
+    assert!(matches!(write(&store, Mode::Set, b"big", 42, &ld), StoreResult::Stored(_)));
+    assert_eq!(budget.used.load(Relaxed), 0, "adopted: the budget is free");
+    assert_eq!(store.stats().memory_used - before, (LANDING_ROOM + len) as u64, "and -m counts it");
+    drop(ld);
+    let (v, flags) = value_of(&store, b"big").unwrap();
+    assert_eq!(flags, 42);
+    assert_eq!(v.len(), len);
+    assert!(v.iter().enumerate().all(|(i, &b)| b == pattern(7, i)));
+    // A pin reads the same bytes without copying.
+    let pinned = match store.get(b"big", 1, |i| i.pin()) {
+        Lookup::Hit(p) => p.expect("a large object pins"),
+        _ => panic!("miss"),
+    };
+    assert_eq!(&pinned[..], &v[..]);
+    // Header patches (touch) while pinned leave the value alone.
+    assert!(store.touch(b"big", 2, 100));
+    assert_eq!(&pinned[..], &value_of(&store, b"big").unwrap().0[..]);
+    drop(pinned);
+    assert!(store.delete(b"big", 2));
+    assert_eq!(store.stats().memory_used, before, "all of it released");
+}
+
+#[test]
+fn a_refused_write_gives_the_landing_back_to_the_budget_and_keeps_the_old_value() {
+    let (store, budget) = store_with_budget(64 * MIB, 32 * MIB);
+    let first = received(&store, 3 * MIB, 1);
+    assert!(matches!(write(&store, Mode::Set, b"k", 0, &first), StoreResult::Stored(_)));
+    drop(first);
+    let used = store.stats().memory_used;
+    let second = received(&store, 3 * MIB, 2);
+    assert_eq!(write(&store, Mode::Add, b"k", 0, &second), StoreResult::NotStored);
+    assert_eq!(store.stats().memory_used, used, "nothing adopted");
+    assert_eq!(budget.used.load(Relaxed), LANDING_ROOM + 3 * MIB);
+    drop(second);
+    assert_eq!(budget.used.load(Relaxed), 0, "dropped: given back");
+    let (v, _) = value_of(&store, b"k").unwrap();
+    assert!(v.iter().enumerate().all(|(i, &b)| b == pattern(1, i)), "the old value stays");
+}
+
+#[test]
+fn an_append_from_a_landing_copies_and_a_landing_is_adopted_only_once() {
+    let (store, budget) = store_with_budget(64 * MIB, 32 * MIB);
+    assert!(matches!(store.store(Mode::Set, b"k", 0, 0, b"head:", 1), StoreResult::Stored(_)));
+    let ld = received(&store, 2 * MIB, 3);
+    assert!(matches!(write(&store, Mode::Append, b"k", 0, &ld), StoreResult::Stored(_)));
+    assert_eq!(budget.used.load(Relaxed), LANDING_ROOM + 2 * MIB, "copied, not adopted");
+    // The same landing for two keys: the first adopts it, the second copies.
+    assert!(matches!(write(&store, Mode::Set, b"a", 0, &ld), StoreResult::Stored(_)));
+    assert_eq!(budget.used.load(Relaxed), 0);
+    assert!(matches!(write(&store, Mode::Set, b"b", 0, &ld), StoreResult::Stored(_)));
+    drop(ld);
+    let (k, _) = value_of(&store, b"k").unwrap();
+    assert_eq!(&k[..5], b"head:");
+    assert!(k[5..].iter().enumerate().all(|(i, &b)| b == pattern(3, i)));
+    for key in [&b"a"[..], b"b"] {
+        let (v, _) = value_of(&store, key).unwrap();
+        assert!(v.iter().enumerate().all(|(i, &b)| b == pattern(3, i)), "{key:?}");
+    }
+    // A write whose value is not the landing's bytes never adopts it.
+    let other = received(&store, 2 * MIB, 4);
+    let copy = other.value().to_vec();
+    let w = Write { mode: Mode::Set, key: b"c", flags: 0, exptime: 0, value: &copy, landed: Some(&other) };
+    assert!(matches!(store.reporting(Unreported).write(&w, 1, &WriteOptions::default()).0, StoreResult::Stored(_)));
+    assert_eq!(budget.used.load(Relaxed), LANDING_ROOM + 2 * MIB);
+}
+
+#[test]
+fn adopted_items_are_found_by_dumps_and_survive_a_snapshot() {
+    let (store, _budget) = store_with_budget(64 * MIB, 32 * MIB);
+    for (n, key) in [&b"x"[..], &[b'y'; 250][..]].into_iter().enumerate() {
+        let ld = received(&store, 2 * MIB + n, n as u8);
+        // Client flags and a long key change the header's length, so the
+        // padding in front of the item.
+        assert!(matches!(write(&store, Mode::Set, key, n as u32 * 99, &ld), StoreResult::Stored(_)));
+    }
+    let mut seen = Vec::new();
+    for shard in 0..store.shard_count() {
+        store.for_each_item_in_shard(shard, 1, |key, _| seen.push(key.to_vec()));
+    }
+    seen.sort();
+    assert_eq!(seen, vec![b"x".to_vec(), vec![b'y'; 250]]);
+    let mut snap = Vec::new();
+    store.save_snapshot(&mut snap, SnapshotClock { now: 1, unix_now: 1_700_000_000 }, "test").unwrap();
+    let (restored, _) = store_with_budget(64 * MIB, 32 * MIB);
+    restored.load_snapshot(&snap[..], SnapshotClock { now: 1, unix_now: 1_700_000_001 }).unwrap();
+    for (n, key) in [&b"x"[..], &[b'y'; 250][..]].into_iter().enumerate() {
+        let (v, flags) = value_of(&restored, key).unwrap();
+        assert_eq!((v.len(), flags), (2 * MIB + n, n as u32 * 99));
+        assert!(v.iter().enumerate().all(|(i, &b)| b == pattern(n as u8, i)));
+    }
+}
+
+#[test]
+fn adoption_evicts_to_make_room_and_fails_cleanly_when_it_cannot() {
+    let (store, budget) = store_with_budget(16 * MIB, 64 * MIB);
+    for i in 0..3u8 {
+        let ld = received(&store, 6 * MIB, i);
+        assert!(matches!(write(&store, Mode::Set, &[b'k', i], 0, &ld), StoreResult::Stored(_)), "{i}");
+    }
+    assert!(store.stats().memory_used as usize <= 16 * MIB, "within -m: older ones evicted");
+    assert!(value_of(&store, b"k\x02").is_some());
+    // Bigger than -m: out of memory, and the budget gets everything back.
+    let huge = received(&store, 20 * MIB, 9);
+    assert_eq!(write(&store, Mode::Set, b"h", 0, &huge), StoreResult::OutOfMemory);
+    drop(huge);
+    assert_eq!(budget.used.load(Relaxed), 0);
+    // No room in the budget: no landing.
+    assert!(store.landing(65 * MIB).is_none());
+}
