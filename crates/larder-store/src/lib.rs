@@ -755,7 +755,7 @@ impl Store {
         if !self.acquire_room(l, ld.bytes(), protect, now, d) {
             return None;
         }
-        let loc = l.g.install(ld.adopt(), self.pool.next_gen(), true, slot, &self.pool, now);
+        let loc = l.g.install(ld.adopt(), self.pool.next_gen(), true, slot, &self.pool);
         let item_off = LANDING_ROOM - head;
         l.g.item_bytes_mut(loc)[..item_off].fill(item::PAD);
         Some(Loc { seg: loc.seg, off: item_off as u32 })
