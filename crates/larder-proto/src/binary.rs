@@ -591,8 +591,9 @@ pub fn waiting_shape(buf: &[u8], needed: usize) -> Option<Shape> {
     if buf.len() < HEADER_LEN {
         return None;
     }
-    let head = HEADER_LEN + buf[4] as usize + be16(&buf[2..4]) as usize;
-    Some(Shape { head, value: needed.checked_sub(head)?, trailer: 0 })
+    let key_len = be16(&buf[2..4]) as usize;
+    let head = HEADER_LEN + buf[4] as usize + key_len;
+    Some(Shape { head, value: needed.checked_sub(head)?, trailer: 0, key_len })
 }
 
 fn parse_with<'a>(input: Input<'a>, limits: &Limits, sasl: Option<bool>) -> BinParsed<'a> {

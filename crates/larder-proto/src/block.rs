@@ -22,12 +22,14 @@ impl<'a> Input<'a> {
 
 /// How a request that waits for its data block is laid out: `head` bytes
 /// of command (line, or binary header, extras and key), then `value`
-/// bytes, then `trailer` bytes (`\r\n` in the text protocol).
+/// bytes, then `trailer` bytes (`\r\n` in the text protocol); and its
+/// key's length as sent (a meta `b` key decodes shorter).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shape {
     pub head: usize,
     pub value: usize,
     pub trailer: usize,
+    pub key_len: usize,
 }
 
 /// A data block framed by [`take`].
@@ -81,7 +83,7 @@ mod tests {
         let Parsed::Incomplete { needed: Some(n) } = text::parse(&whole[..30], &limits) else { panic!() };
         assert_eq!(n, 34);
         let shape = text::waiting_shape(&whole[..30], n).unwrap();
-        assert_eq!(shape, Shape { head: 22, value: 10, trailer: 2 });
+        assert_eq!(shape, Shape { head: 22, value: 10, trailer: 2, key_len: 1 });
         let value = &whole[22..32];
         let head_and_rest = [&whole[..22], &whole[32..]].concat();
         let aside = |buf| text::parse_input(Input { buf, aside: Some(value) }, &limits);
@@ -103,7 +105,7 @@ mod tests {
         let limits = Limits::default();
         let head = b"ms k 4 T0 F3\r\n";
         let Parsed::Incomplete { needed: Some(n) } = text::parse(head, &limits) else { panic!() };
-        assert_eq!(text::waiting_shape(head, n), Some(Shape { head: head.len(), value: 4, trailer: 2 }));
+        assert_eq!(text::waiting_shape(head, n), Some(Shape { head: head.len(), value: 4, trailer: 2, key_len: 1 }));
         let buf = [&head[..], b"\r\n"].concat();
         match text::parse_input(Input { buf: &buf, aside: Some(b"abcd") }, &limits) {
             Parsed::Request { request: Request::Meta(m), consumed } => {
@@ -125,7 +127,7 @@ mod tests {
             let BinParsed::Incomplete { needed: Some(n) } = binary::parse(&req, &limits) else { panic!() };
             binary::waiting_shape(&req, n)
         }) else { panic!() };
-        assert_eq!(shape, Shape { head: 33, value: 4, trailer: 0 });
+        assert_eq!(shape, Shape { head: 33, value: 4, trailer: 0, key_len: 1 });
         match binary::parse_input(Input { buf: &req, aside: Some(b"wxyz") }, &limits, None) {
             BinParsed::Request { request, consumed } => {
                 assert_eq!((request.key, request.value, consumed), (&b"k"[..], &b"wxyz"[..], 33));

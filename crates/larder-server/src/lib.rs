@@ -152,6 +152,11 @@ pub struct Running {
     inboxes: Vec<Arc<conn::worker::Inbox>>,
     workers: Vec<std::thread::JoinHandle<()>>,
     acceptor: std::thread::JoinHandle<()>,
+    /// The UDP sockets as bound. Workers serve clones of them, but
+    /// `stats conns` lists each under this fd: closed, the fd went to the
+    /// next client, whose entry replaced the UDP listener's (memcached's
+    /// t/stats-conns.t then failed about one run in four).
+    _udp: Vec<std::net::UdpSocket>,
 }
 
 /// Start the worker, acceptor, logger and admin threads.
@@ -211,7 +216,7 @@ pub fn start(p: Prepared, shutdown: Shutdown) -> Result<Running, String> {
     if srv.verbosity() > 0 {
         eprintln!("larder: ready, {} worker threads", srv.settings.threads);
     }
-    Ok(Running { srv, inboxes, workers, acceptor })
+    Ok(Running { srv, inboxes, workers, acceptor, _udp: bound.udp })
 }
 
 /// Reloads what memcached reloads on SIGHUP (the `-Y` authfile), from

@@ -78,18 +78,7 @@ impl Conn {
     // ---- binary framing
 
     fn bin_send(&mut self, opcode: u8, key: &[u8], extras: &[u8], value: &[u8], cas: u64) {
-        let body = extras.len() + key.len() + value.len();
-        let mut h = vec![0x80, opcode];
-        h.extend_from_slice(&(key.len() as u16).to_be_bytes());
-        h.push(extras.len() as u8);
-        h.extend_from_slice(&[0, 0, 0]);
-        h.extend_from_slice(&(body as u32).to_be_bytes());
-        h.extend_from_slice(&0xabcd_u32.to_be_bytes());
-        h.extend_from_slice(&cas.to_be_bytes());
-        h.extend_from_slice(extras);
-        h.extend_from_slice(key);
-        h.extend_from_slice(value);
-        self.send(&h);
+        self.send(&common::binary::request(opcode, extras, key, value, 0xabcd, cas));
     }
 
     /// (opcode, status, cas, extras, value)

@@ -149,14 +149,7 @@ fn a_closed_waiter_is_forgotten() {
 
 /// A binary-protocol request header.
 fn bin_get(opcode: u8, key: &[u8], opaque: u32) -> Vec<u8> {
-    let mut p = vec![0x80, opcode];
-    p.extend_from_slice(&(key.len() as u16).to_be_bytes());
-    p.extend_from_slice(&[0, 0, 0, 0]);
-    p.extend_from_slice(&(key.len() as u32).to_be_bytes());
-    p.extend_from_slice(&opaque.to_be_bytes());
-    p.extend_from_slice(&[0; 8]);
-    p.extend_from_slice(key);
-    p
+    common::binary::request(opcode, &[], key, &[], opaque, 0)
 }
 
 #[test]

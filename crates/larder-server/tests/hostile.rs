@@ -70,15 +70,8 @@ fn bound(c: &mut Client) -> u64 {
 
 /// Polls `f` for up to 3 s until it holds (a connection settles its
 /// buffers at the end of its event, just after its client got the reply).
-fn eventually(mut f: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + Duration::from_secs(3);
-    while Instant::now() < end {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    f()
+fn eventually(f: impl FnMut() -> bool) -> bool {
+    common::eventually(Duration::from_secs(3), f)
 }
 
 #[test]

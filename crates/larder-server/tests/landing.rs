@@ -15,7 +15,7 @@ mod common;
 use common::{Client, Larder, Memcached};
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const MIB: usize = 1 << 20;
 
@@ -90,18 +90,7 @@ fn large_values_received_in_place_are_answered_as_memcached_answers_them() {
 
 /// A binary request: header, extras, key, value.
 fn binary_request(opcode: u8, extras: &[u8], key: &[u8], value: &[u8], opaque: u32) -> Vec<u8> {
-    let body = extras.len() + key.len() + value.len();
-    let mut r = vec![0x80, opcode];
-    r.extend_from_slice(&(key.len() as u16).to_be_bytes());
-    r.push(extras.len() as u8);
-    r.extend_from_slice(&[0, 0, 0]);
-    r.extend_from_slice(&(body as u32).to_be_bytes());
-    r.extend_from_slice(&opaque.to_be_bytes());
-    r.extend_from_slice(&[0; 8]);
-    r.extend_from_slice(extras);
-    r.extend_from_slice(key);
-    r.extend_from_slice(value);
-    r
+    common::binary::request(opcode, extras, key, value, opaque, 0)
 }
 
 #[test]
@@ -144,15 +133,8 @@ fn raw(l: &Larder) -> TcpStream {
     s
 }
 
-fn eventually(mut f: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < end {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    f()
+fn eventually(f: impl FnMut() -> bool) -> bool {
+    common::eventually(Duration::from_secs(5), f)
 }
 
 #[test]
@@ -205,24 +187,17 @@ fn unfinished_large_values_hold_at_most_the_budget_and_give_it_back() {
     assert!(eventually(|| c.stat("larder_conn_budget_used") == 0), "budget still used: {}", c.stat("larder_conn_budget_used"));
 }
 
-/// The process's peak resident set (`VmHWM`).
-fn peak_rss(l: &Larder) -> usize {
-    let status = std::fs::read_to_string(format!("/proc/{}/status", l.pid())).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse::<usize>().unwrap() * 1024
-}
-
 #[test]
 fn a_large_set_holds_one_copy_of_its_value() {
     let l = Larder::start(&["-m", "512", "-I", "256m"]);
     let mut c = l.connect();
-    let before = peak_rss(&l);
+    let before = l.peak_rss_bytes() as usize;
     let v = value(120 * MIB, 4);
     send_in_pieces(&mut c, format!("set big 0 0 {}\r\n", v.len()).as_bytes(), &v, b"\r\n");
     assert_eq!(c.line(), "STORED\r\n");
     // Buffered and then copied, the value was held twice (240 MiB) at the
     // end of the set; received in place, once.
-    let grew = peak_rss(&l) - before;
+    let grew = l.peak_rss_bytes() as usize - before;
     assert!(grew < 150 * MIB, "peak RSS grew by {} MiB for a 120 MiB value", grew / MIB);
     c.send(b"get big\r\n");
     assert_eq!(c.line(), format!("VALUE big 0 {}\r\n", v.len()));

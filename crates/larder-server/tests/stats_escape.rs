@@ -59,18 +59,7 @@ fn unescape(s: &str) -> Vec<u8> {
 /// One binary-protocol request: 24-byte header (magic 0x80), extras, key,
 /// value; returns the response's status and body.
 fn binary(c: &mut Client, opcode: u8, extras: &[u8], key: &[u8], value: &[u8]) -> (u16, Vec<u8>) {
-    let mut f = vec![0x80, opcode];
-    f.extend_from_slice(&(key.len() as u16).to_be_bytes());
-    f.push(extras.len() as u8);
-    f.push(0); // data type
-    f.extend_from_slice(&[0, 0]); // vbucket
-    f.extend_from_slice(&((extras.len() + key.len() + value.len()) as u32).to_be_bytes());
-    f.extend_from_slice(&0x1234u32.to_be_bytes()); // opaque
-    f.extend_from_slice(&0u64.to_be_bytes()); // cas
-    f.extend_from_slice(extras);
-    f.extend_from_slice(key);
-    f.extend_from_slice(value);
-    c.send(&f);
+    c.send(&common::binary::request(opcode, extras, key, value, 0x1234, 0));
     let h = c.exact(24);
     assert_eq!(h[0], 0x81, "response magic: {h:?}");
     assert_eq!(h[1], opcode);

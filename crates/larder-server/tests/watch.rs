@@ -76,17 +76,7 @@ fn normalise(lines: &[String]) -> Vec<String> {
 
 /// Binary protocol request.
 fn bin(op: u8, key: &[u8], val: &[u8], extras: &[u8], cas: u64) -> Vec<u8> {
-    let mut r = vec![0x80, op];
-    r.extend_from_slice(&(key.len() as u16).to_be_bytes());
-    r.push(extras.len() as u8);
-    r.extend_from_slice(&[0, 0, 0]);
-    r.extend_from_slice(&((key.len() + extras.len() + val.len()) as u32).to_be_bytes());
-    r.extend_from_slice(&0u32.to_be_bytes());
-    r.extend_from_slice(&cas.to_be_bytes());
-    r.extend_from_slice(extras);
-    r.extend_from_slice(key);
-    r.extend_from_slice(val);
-    r
+    common::binary::request(op, extras, key, val, 0, cas)
 }
 
 /// Text and meta commands, each with how its reply ends.

@@ -132,9 +132,27 @@ fn calcification(policy: fn() -> Box<dyn EvictionPolicy>) -> ((f64, f64), (f64, 
     (fresh, after, end.index_bytes)
 }
 
+/// [`calcification`] `n` times, averaged. Each store hashes keys with its
+/// own random key, which moves one run's steady hit ratio by about 0.003
+/// (sd); one run against the 0.01 limit failed about 1 time in 75 on main
+/// (8 of 600 runs), with no calcification behind it. Three runs make that
+/// spread about 0.0017.
+fn calcification_mean(n: usize, policy: fn() -> Box<dyn EvictionPolicy>) -> ((f64, f64), (f64, f64), u64) {
+    let mut sum = [0.0; 4];
+    let mut index = 0;
+    for _ in 0..n {
+        let ((a, b), (c, d), i) = calcification(policy);
+        for (s, x) in sum.iter_mut().zip([a, b, c, d]) {
+            *s += x / n as f64;
+        }
+        index = index.max(i);
+    }
+    ((sum[0], sum[1]), (sum[2], sum[3]), index)
+}
+
 #[test]
 fn no_calcification_after_a_change_of_item_size() {
-    let ((fresh, fresh2), (after, after2), index) = calcification(|| Box::new(S3Fifo));
+    let ((fresh, fresh2), (after, after2), index) = calcification_mean(3, || Box::new(S3Fifo));
     let ((ffresh, _), (fafter, _), _) = calcification(|| Box::new(Fifo));
     eprintln!(
         "10 KiB phase: S3-FIFO fresh {fresh:.3} after {after:.3} (second half {fresh2:.3} / {after2:.3}); \

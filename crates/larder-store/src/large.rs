@@ -227,11 +227,17 @@ impl Deref for Pinned {
     }
 }
 
-/// Bytes a landing keeps in front of the value for the item's header and
-/// key: the longest header (explicit CAS, client flags, 4-byte length) plus
-/// the longest key. The store fills what its item does not use with
-/// [`PAD`](crate::item::PAD) bytes, which segment walkers step over.
-pub const LANDING_ROOM: usize = crate::item::MAX_HEADER_LEN + crate::item::MAX_KEY_LEN;
+/// Bytes a landing keeps in front of the value for the item's header and a
+/// key of `key_len` bytes (as the client sent it; a base64 key decodes
+/// shorter): the longest header (explicit CAS, client flags, 4-byte length)
+/// plus the key. The store fills what its item does not use with
+/// [`PAD`](crate::item::PAD) bytes, which segment walkers step over. Sized
+/// to the key, not to the longest key, because those bytes are charged to
+/// `-m` with the value (memcached's t/lru.t counts how many 1 MiB values
+/// fit in 64 MiB).
+pub fn landing_room(key_len: usize) -> usize {
+    crate::item::MAX_HEADER_LEN + key_len.min(crate::item::MAX_KEY_LEN)
+}
 
 /// A large value on its way in from a client, received straight into the
 /// buffer that becomes its large object, so a big `set` is neither
@@ -245,29 +251,32 @@ pub const LANDING_ROOM: usize = crate::item::MAX_HEADER_LEN + crate::item::MAX_K
 /// unadopted (the write was refused, the client went away), it gives its
 /// bytes back to the budget.
 ///
-/// Layout: [`LANDING_ROOM`] bytes, then the value. Filled through
+/// Layout: [`landing_room`] bytes, then the value. Filled through
 /// [`unfilled`](Self::unfilled) while this is the object's only handle;
 /// [`value`](Self::value) then seals it at the value, so the store may write
 /// the item's header in front while the request still reads the value.
 pub struct Landing {
     buf: SegBuf,
+    /// Bytes before the value ([`landing_room`]).
+    room: usize,
     filled: usize,
     /// The value once complete (a pin: the seal is set).
     value: Option<Pinned>,
 }
 
 impl Landing {
-    /// Room for a `value_len`-byte value, charged to `spill`; `None` when
-    /// it has no room.
-    pub(crate) fn new(value_len: usize, used: Arc<AtomicUsize>, spill: &Arc<dyn PinSpill>) -> Option<Landing> {
-        let n = LANDING_ROOM + value_len;
+    /// Room for a `value_len`-byte value under a `key_len`-byte key,
+    /// charged to `spill`; `None` when it has no room.
+    pub(crate) fn new(key_len: usize, value_len: usize, used: Arc<AtomicUsize>, spill: &Arc<dyn PinSpill>) -> Option<Landing> {
+        let room = landing_room(key_len);
+        let n = room + value_len;
         if !spill.try_take(n) {
             return None;
         }
         let obj = LargeObject::new(n, used);
         let _ = obj.spill.set(spill.clone());
         obj.in_spill.store(true, Relaxed);
-        Some(Landing { buf: SegBuf::Large(Arc::new(obj)), filled: 0, value: None })
+        Some(Landing { buf: SegBuf::Large(Arc::new(obj)), room, filled: 0, value: None })
     }
 
     /// Where the next received bytes go (empty once the value is complete).
@@ -275,16 +284,16 @@ impl Landing {
         if self.value.is_some() {
             return &mut [];
         }
-        let start = LANDING_ROOM + self.filled;
+        let start = self.room + self.filled;
         &mut self.buf[start..]
     }
 
     /// `n` more bytes were written to [`unfilled`](Self::unfilled).
     pub fn advance(&mut self, n: usize) {
         self.filled += n;
-        debug_assert!(LANDING_ROOM + self.filled <= self.buf.len());
-        if LANDING_ROOM + self.filled == self.buf.len() {
-            self.value = self.buf.pin(LANDING_ROOM);
+        debug_assert!(self.room + self.filled <= self.buf.len());
+        if self.room + self.filled == self.buf.len() {
+            self.value = self.buf.pin(self.room);
         }
     }
 
@@ -295,6 +304,11 @@ impl Landing {
     /// The value, once complete (empty before).
     pub fn value(&self) -> &[u8] {
         self.value.as_deref().unwrap_or(&[])
+    }
+
+    /// Bytes in front of the value, for the item's header and key.
+    pub fn room(&self) -> usize {
+        self.room
     }
 
     /// Bytes held (charged to the budget until adopted).
@@ -334,7 +348,7 @@ impl Landing {
 
 impl std::fmt::Debug for Landing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Landing({} of {} bytes)", self.filled, self.buf.len() - LANDING_ROOM)
+        write!(f, "Landing({} of {} bytes)", self.filled, self.buf.len() - self.room)
     }
 }
 

@@ -146,7 +146,7 @@ pub use meta::{MetaGet, MetaItem, WriteOptions};
 pub use snapshot::{LoadReport, SaveReport, SnapshotClock, SnapshotError, FORMAT_VERSION as SNAPSHOT_FORMAT_VERSION, MAGIC as SNAPSHOT_MAGIC};
 pub use dump::{item_bytes, Charge, DepartedItem, Departure, Departures, DumpItem, Unreported};
 pub use reporting::Reporting;
-pub use large::{Landing, PinSpill, Pinned, LANDING_ROOM};
+pub use large::{landing_room, Landing, PinSpill, Pinned};
 use large::SegBuf;
 use evict::{EvictionPolicy, S3Fifo, Want, MAX_COPYING_EVICTIONS};
 use hash::KeyHasher;
@@ -510,7 +510,10 @@ impl Store {
         let size = |cas| item::item_len_cas(key.len(), vlen, flags, cas);
         // A value received straight into a large object's buffer becomes
         // the item in place (whole-value writes only; an append copies).
-        let landed = landed.filter(|ld| !concat && ld.adoptable_for(value) && size(Some(0)) > self.segment_size);
+        let landed = landed.filter(|ld| {
+            let head = size(Some(0)) - vlen; // the longest this item's header and key can be
+            !concat && ld.adoptable_for(value) && size(Some(0)) > self.segment_size && head <= ld.room()
+        });
         let v = NewVersion { exptime, protect, old_cas, new_cas, landed };
         let Some((loc, new_cas)) = self.reserve_version(&mut l, now, v, size, d) else {
             // With the bigger form (explicit CAS): enough either way.
@@ -666,11 +669,12 @@ impl Store {
         value_len > self.segment_size
     }
 
-    /// A [`Landing`] for a `value_len`-byte value, charged to the pin spill
-    /// (the connection budget) until a write adopts it; `None` without a
-    /// spill, or when it has no room (memcached's out of memory).
-    pub fn landing(&self, value_len: usize) -> Option<Landing> {
-        self.pool.landing(value_len)
+    /// A [`Landing`] for a `value_len`-byte value under a key of `key_len`
+    /// bytes as sent, charged to the pin spill (the connection budget) until
+    /// a write adopts it; `None` without a spill, or when it has no room
+    /// (memcached's out of memory).
+    pub fn landing(&self, key_len: usize, value_len: usize) -> Option<Landing> {
+        self.pool.landing(key_len, value_len)
     }
 
     /// Change the memory limit at run time (`cache_memlimit`).
@@ -751,12 +755,12 @@ impl Store {
     fn reserve_landed(&self, l: &mut Locked<'_>, ld: &Landing, size: usize, protect: u32, now: Time, slot: usize, d: &mut dyn Departures) -> Option<Loc> {
         let value_len = ld.value().len();
         let head = size - value_len;
-        debug_assert!(head <= LANDING_ROOM);
+        debug_assert!(head <= ld.room());
         if !self.acquire_room(l, ld.bytes(), protect, now, d) {
             return None;
         }
         let loc = l.g.install(ld.adopt(), self.pool.next_gen(), true, slot, &self.pool);
-        let item_off = LANDING_ROOM - head;
+        let item_off = ld.room() - head;
         l.g.item_bytes_mut(loc)[..item_off].fill(item::PAD);
         Some(Loc { seg: loc.seg, off: item_off as u32 })
     }

@@ -120,8 +120,8 @@ impl Pool {
     /// A [`Landing`] for a `value_len`-byte value, charged to the spill
     /// (the connection budget) until the store adopts it; `None` without a
     /// spill or room in it.
-    pub fn landing(&self, value_len: usize) -> Option<Landing> {
-        Landing::new(value_len, self.used.clone(), self.spill.get()?)
+    pub fn landing(&self, key_len: usize, value_len: usize) -> Option<Landing> {
+        Landing::new(key_len, value_len, self.used.clone(), self.spill.get()?)
     }
 
     /// Sets where pinned large objects the store lets go of are charged

@@ -172,13 +172,22 @@ impl Larder {
 
     /// The server's resident memory now (VmRSS from /proc), in bytes.
     pub fn rss_bytes(&self) -> u64 {
+        self.status_kib("VmRSS:") * 1024
+    }
+
+    /// The server's peak resident set so far (`VmHWM`), in bytes.
+    pub fn peak_rss_bytes(&self) -> u64 {
+        self.status_kib("VmHWM:") * 1024
+    }
+
+    /// A `kB` field of `/proc/<pid>/status`.
+    fn status_kib(&self, field: &str) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        let kib: u64 = status
+        status
             .lines()
-            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .find_map(|line| line.strip_prefix(field))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .expect("VmRSS in /proc/<pid>/status");
-        kib * 1024
+            .unwrap_or_else(|| panic!("{field} in /proc/<pid>/status"))
     }
 
     /// Sends a signal (`"TERM"`, `"INT"`, …) and waits (bounded) for the

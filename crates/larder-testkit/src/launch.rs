@@ -101,6 +101,21 @@ pub fn user_args() -> &'static [&'static str] {
     }
 }
 
+/// Polls `f` every 50 ms for up to `limit` until it holds; its last answer.
+/// For figures a server settles just after its client got a reply (a
+/// connection gives its buffers back at the end of its event). Time only
+/// bounds the wait: nothing is asserted about how long it took.
+pub fn eventually(limit: std::time::Duration, mut f: impl FnMut() -> bool) -> bool {
+    let end = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < end {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    f()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

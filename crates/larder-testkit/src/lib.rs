@@ -8,8 +8,9 @@
 //! |---|---|---|
 //! | [`larder`] | start the built `larder` binary on a free port, wait until it answers, kill it on drop; optionally collect its stderr | larder-server's integration tests (through `tests/common/mod.rs`) |
 //! | [`memcached`] | the same for the reference memcached (`/usr/bin/memcached` or `$MEMCACHED_BIN`) | tests that compare with memcached |
+//! | [`binary`] | binary-protocol request frames | tests that talk binary |
 //! | [`client`] | a raw text-protocol client: send bytes, read lines, exact lengths, or until a terminator, with timeouts | every test that talks to a server |
-//! | [`launch`] | free ports, and the start-and-check-the-pid loop both launchers share | the launchers; tests that need several ports |
+//! | [`launch`] | free ports, the start-and-check-the-pid loop both launchers share, and [`eventually`] (poll a figure until it settles) | the launchers; tests that need several ports or wait for a server to settle |
 //! | [`rng`] | the seeded generators the tests use (xorshift64, xorshift64*, splitmix64) | random workloads and values |
 //! | [`values`] | self-describing values that expose tearing, truncation and misdirection | large-value tests of the store and the server |
 //! | [`tls`] | a throwaway CA and certificates (the `openssl` command), a blocking TLS client (rustls) | the TLS tests |
@@ -20,6 +21,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod binary;
 pub mod client;
 pub mod larder;
 pub mod launch;
@@ -31,7 +33,7 @@ pub mod values;
 
 pub use client::Client;
 pub use larder::{find_larder_binary, larder_binary, Larder, Stderr};
-pub use launch::{free_port, free_ports, running_as_root, user_args};
+pub use launch::{eventually, free_port, free_ports, running_as_root, user_args};
 pub use memcached::Memcached;
 pub use policy::require_or_skip;
 pub use rng::{splitmix64, SplitMix64, XorShift64, XorShift64Star};

@@ -350,7 +350,7 @@ impl Session {
         let buf = &self.rbuf[self.rstart..self.rend];
         let shape = if binary_request { binary::waiting_shape(buf, total) } else { larder_proto::text::waiting_shape(buf, total) };
         let Some(shape) = shape.filter(|s| srv.store.lands(s.value)) else { return Landed::No };
-        let Some(mut landing) = srv.store.landing(shape.value) else { return Landed::NoRoom };
+        let Some(mut landing) = srv.store.landing(shape.key_len, shape.value) else { return Landed::NoRoom };
         let vstart = self.rstart + shape.head;
         let have = (self.rend - vstart).min(shape.value);
         landing.unfilled()[..have].copy_from_slice(&self.rbuf[vstart..vstart + have]);
@@ -631,7 +631,9 @@ impl Session {
                 return true;
             }
             if self.landing.as_ref().is_some_and(|l| !l.is_complete()) {
-                break; // its value is still arriving
+                // Its value is still arriving (`stats conns`: conn_nread).
+                self.info.set_state(ConnState::Nread);
+                break;
             }
             // What the next request may produce before it pauses.
             self.out.pause_at = self.wstart + WRITE_HIGH_WATER;

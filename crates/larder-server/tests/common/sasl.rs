@@ -111,17 +111,7 @@ pub fn packet(op: u8, key: &[u8], value: &[u8], opaque: u32) -> Vec<u8> {
 }
 
 pub fn packet_ext(op: u8, key: &[u8], extras: &[u8], value: &[u8], opaque: u32) -> Vec<u8> {
-    let mut b = vec![0x80, op];
-    b.extend_from_slice(&(key.len() as u16).to_be_bytes());
-    b.push(extras.len() as u8);
-    b.extend_from_slice(&[0, 0, 0]);
-    b.extend_from_slice(&((extras.len() + key.len() + value.len()) as u32).to_be_bytes());
-    b.extend_from_slice(&opaque.to_be_bytes());
-    b.extend_from_slice(&[0; 8]);
-    b.extend_from_slice(extras);
-    b.extend_from_slice(key);
-    b.extend_from_slice(value);
-    b
+    larder_testkit::binary::request(op, extras, key, value, opaque, 0)
 }
 
 /// A binary-protocol connection.
