@@ -210,7 +210,7 @@ fn run_one(sc: &Scenario, spec: &ServerSpec, traces: &HashMap<String, trace::Tra
     let r = match &sc.kind {
         Kind::Load => scenarios::run_load(srv.addr, pid, &sc.knobs),
         Kind::Memory { factor } => scenarios::run_memory(srv.addr, pid, &sc.knobs, sc.memory_mb, *factor),
-        Kind::Trace { path, value_size, max_requests, .. } => scenarios::run_trace(srv.addr, &traces[path], *value_size, *max_requests, sc.memory_mb),
+        Kind::Trace { path, sizes, max_requests, .. } => scenarios::run_trace(srv.addr, pid, &traces[path], sizes, *max_requests, sc.memory_mb),
     };
     srv.stop();
     r

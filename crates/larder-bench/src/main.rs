@@ -119,9 +119,9 @@ fn cmd_run(argv: &[String]) -> Result<i32, String> {
     let outcome = match &sc.kind {
         Kind::Load => scenarios::run_load(addr, pid, &sc.knobs)?,
         Kind::Memory { factor } => scenarios::run_memory(addr, pid, &sc.knobs, sc.memory_mb, *factor)?,
-        Kind::Trace { path, value_size, max_requests, .. } => {
+        Kind::Trace { path, sizes, max_requests, .. } => {
             let t = trace::load(path)?;
-            scenarios::run_trace(addr, &t, *value_size, *max_requests, sc.memory_mb)?
+            scenarios::run_trace(addr, pid, &t, sizes, *max_requests, sc.memory_mb)?
         }
     };
     let mut metrics = json::Obj::new();

@@ -62,6 +62,7 @@ fn rows(r: &ScenarioResult) -> Vec<(&'static str, &'static str)> {
             ("distinct_keys", "distinct keys"),
             ("working_set_mib", "working set (MiB)"),
             ("memory_mb", "-m (MiB)"),
+            ("rss_mib", "server VmRSS after the replay (MiB)"),
             ("errors", "error replies (e.g. SERVER_ERROR out of memory to a set)"),
             ("corrupt", "corrupt values"),
         ],
@@ -219,8 +220,8 @@ Timed loads verify one value in 8; memory and trace scenarios verify every value
 - **Memory efficiency** (7): a fresh server with `-m 256` gets distinct 24-byte keys with uniformly distributed value sizes until 3× the limit has been written \
 (count = 3 × limit ÷ (24 + mean value size)); then *every* key is read back with 100-key multi-gets: items retained is the number of keys that came back with a correct value, \
 utilization is their key + value bytes ÷ the `-m` bytes. `curr_items` from `stats` is shown for reference only. VmRSS is read from `/proc/<pid>/status` after the read-back.
-- **Hit ratio on traces** (8): the cache2k traces in `shared/traces` (keys only) are replayed as a look-aside cache: `get`; on a miss, `set`. Keys are 16 bytes and every key gets a fixed 4000-byte value; \
-the working set is distinct keys × 4000 bytes and `-m` is the working set ÷ 4 and ÷ 10 in whole MiB (at least 2). Replay is batched: up to 100 consecutive requests with distinct keys are sent as pipelined gets, then the batch's misses are set in order.
+- **Hit ratio on traces** (8): the cache2k traces in `shared/traces` (keys only) are replayed as a look-aside cache: `get`; on a miss, `set`. Keys are 16 bytes. Value sizes: a fixed 4000 bytes (`trace-NAME-wsD`), or per key, drawn once from a generator seeded by the key id (the same size for a key in every run and server, unrelated to its popularity): uniform 50-500 B (`-v50-500`), uniform 500-5000 B (`-v500-5000`) or the ETC model above (`-etc`). \
+The working set is the sum of the distinct keys' value sizes and `-m` is the working set ÷ 4, ÷ 10 and ÷ 40 in whole MiB (at least 2). Replay is batched: up to 100 consecutive requests with distinct keys are sent as pipelined gets, then the batch's misses are set in order.
 - **Servers** are started fresh for every scenario, round and server, with identical flags (`-t`, `-m`, `-c 1024`, `-U 0`, `-l 127.0.0.1`), and stopped after it.
 ";
 

@@ -6,9 +6,14 @@
 //! system and in CI, and the traces are read once per run, so an xz decoder crate (and its
 //! C build or large pure-Rust dependency) buys nothing.
 //!
-//! Every key gets the same value size (`value_size`, 4000 bytes by default); the working set
-//! is distinct keys × value_size, and the server's `-m` is the working set divided by 4 or
-//! 10, in whole MiB (memcached's `-m` unit), at least 2.
+//! Value sizes ([`SizeDist`]): either every key gets the same size (4000 bytes in the
+//! original scenarios), or each key draws its own size once from a seeded distribution
+//! (uniform 50-500, uniform 500-5000, or Facebook's ETC model, see `dist`) — the draw is a
+//! function of the key id and [`SIZE_SEED`] alone, so every server, round and run sees the
+//! same size for the same key, and sizes are unrelated to popularity (as the traces carry no
+//! sizes, that is the honest assumption). The working set is the sum of the distinct keys'
+//! value sizes, and the server's `-m` is the working set divided by 4, 10 or 40, in whole MiB
+//! (memcached's `-m` unit), at least 2.
 //!
 //! Replay is batched for speed over one connection: up to 100 consecutive requests whose keys
 //! are all distinct are sent as pipelined `get`s, then the misses among them are `set` in
@@ -22,12 +27,33 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use crate::codec::{self, Frame};
+use crate::dist::{Rng, SizeDist};
 use crate::workload::{write_key, Values};
 
 /// A loaded trace: one key id per request.
 pub struct Trace {
     pub keys: Vec<u32>,
     pub distinct: usize,
+    /// The distinct key ids, sorted (for the working set of variable sizes).
+    pub unique: Vec<u32>,
+}
+
+/// Seed of the per-key value sizes (fixed: results must be comparable across runs).
+pub const SIZE_SEED: u64 = 0x005e_ed0f_5173;
+
+/// The value size of trace key `key` under `sizes`: one draw from a generator seeded by the
+/// key id (and [`SIZE_SEED`]), so the same key always has the same size.
+#[inline]
+pub fn value_size(sizes: &SizeDist, key: u32) -> usize {
+    match *sizes {
+        SizeDist::Fixed(n) => n,
+        _ => sizes.sample(&mut Rng::new(SIZE_SEED ^ ((key as u64) << 8))),
+    }
+}
+
+/// Sum of the distinct keys' value sizes, in bytes.
+pub fn working_set(t: &Trace, sizes: &SizeDist) -> f64 {
+    t.unique.iter().map(|&k| value_size(sizes, k) as f64).sum()
 }
 
 /// Reads an .xz trace with `xz -dc`.
@@ -48,12 +74,11 @@ pub fn from_bytes(bytes: &[u8]) -> Trace {
     let mut sorted = keys.clone();
     sorted.sort_unstable();
     sorted.dedup();
-    Trace { distinct: sorted.len(), keys }
+    Trace { distinct: sorted.len(), keys, unique: sorted }
 }
 
-/// `-m` in MiB for a trace: working set (distinct keys × value size) ÷ divisor, at least 2.
-pub fn memory_mb(distinct: usize, value_size: usize, divisor: usize) -> usize {
-    let ws = distinct as f64 * value_size as f64;
+/// `-m` in MiB for a working set of `ws` bytes: ws ÷ divisor, rounded, at least 2.
+pub fn memory_mb(ws: f64, divisor: usize) -> usize {
     ((ws / divisor as f64 / (1024.0 * 1024.0)).round() as usize).max(2)
 }
 
@@ -82,22 +107,21 @@ const BATCH: usize = 100;
 ///
 /// One round trip per batch: the `set`s for batch i's misses are written together with batch
 /// i+1's `get`s (memcached executes a connection's requests in order, so the sets land first).
-pub fn replay(addr: SocketAddr, keys: &[u32], value_size: usize, max_requests: usize) -> Result<ReplayResult, String> {
+pub fn replay(addr: SocketAddr, keys: &[u32], sizes: &SizeDist, max_requests: usize) -> Result<ReplayResult, String> {
     let keys = &keys[..keys.len().min(max_requests)];
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(|e| e.to_string())?;
     s.set_nodelay(true).ok();
     s.set_read_timeout(Some(Duration::from_secs(30))).map_err(|e| e.to_string())?;
-    let values = Values::new(value_size);
+    let values = Values::new(sizes.max());
     let mut r = ReplayResult::default();
     let t0 = Instant::now();
-    let mut out = Vec::with_capacity(BATCH * (value_size + 64));
+    let mut out = Vec::with_capacity(BATCH * (sizes.mean() as usize + 64));
     let mut rbuf = vec![0u8; 256 * 1024];
     let (mut rs, mut re) = (0usize, 0usize);
     let mut batch: Vec<u32> = Vec::with_capacity(BATCH);
     let mut missed: Vec<u32> = Vec::with_capacity(BATCH);
     let mut i = 0;
     let mut key = Vec::with_capacity(KEY_SIZE + 4);
-    let set_header = format!(" 0 0 {value_size}\r\n");
     loop {
         // sets for the previous batch's misses ...
         out.clear();
@@ -106,8 +130,9 @@ pub fn replay(addr: SocketAddr, keys: &[u32], value_size: usize, max_requests: u
             write_key(&mut key, b'k', k as u64, KEY_SIZE);
             out.extend_from_slice(b"set ");
             out.extend_from_slice(&key);
-            out.extend_from_slice(set_header.as_bytes());
-            out.extend_from_slice(values.value(&key, value_size));
+            let size = value_size(sizes, k);
+            write!(out, " 0 0 {size}\r\n").map_err(|e| e.to_string())?;
+            out.extend_from_slice(values.value(&key, size));
             out.extend_from_slice(b"\r\n");
         }
         let sets = missed.len();
@@ -210,7 +235,29 @@ mod tests {
 
     #[test]
     fn memory_limit() {
-        assert_eq!(memory_mb(20_484, 4000, 4), 20);
-        assert_eq!(memory_mb(10, 4000, 10), 2);
+        assert_eq!(memory_mb(20_484.0 * 4000.0, 4), 20);
+        assert_eq!(memory_mb(10.0 * 4000.0, 10), 2);
+    }
+
+    #[test]
+    fn per_key_sizes_are_stable_in_range_and_spread() {
+        let t = from_bytes(&(0..20_000u32).flat_map(|k| k.to_be_bytes()).collect::<Vec<u8>>());
+        for spec in ["50-500", "500-5000"] {
+            let d = SizeDist::parse(spec).unwrap();
+            let (mean_expected, max) = (d.mean(), d.max());
+            let sizes: Vec<usize> = t.unique.iter().map(|&k| value_size(&d, k)).collect();
+            assert_eq!(sizes, t.unique.iter().map(|&k| value_size(&d, k)).collect::<Vec<_>>(), "same key, same size");
+            assert!(sizes.iter().all(|&s| s <= max && s >= max / 10), "{spec}: in range");
+            let mean = working_set(&t, &d) / t.distinct as f64;
+            assert!((mean - mean_expected).abs() < mean_expected * 0.02, "{spec}: mean {mean}, expected about {mean_expected}");
+            let below = sizes.iter().filter(|&&s| (s as f64) < mean_expected).count();
+            assert!((9_000..11_000).contains(&below), "{spec}: {below} of 20,000 below the mean");
+        }
+        let etc = SizeDist::parse("etc").unwrap();
+        let mean = working_set(&t, &etc) / t.distinct as f64;
+        // ETC: mean of the model ≈ 344 B; the sample mean over 20,000 keys of a heavy tail
+        // varies, so only roughly.
+        assert!((250.0..450.0).contains(&mean), "ETC mean {mean}");
+        assert_eq!(value_size(&SizeDist::Fixed(4000), 7), 4000);
     }
 }

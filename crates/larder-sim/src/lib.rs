@@ -19,6 +19,7 @@
 //! | seg-FIFO, seg-CLOCK, seg-S3-FIFO, seg-merge | [`segcache`] | larder's segment-level policies (current and candidates) |
 //! | …/8sh | [`sharded`] | a segment policy split over the store's shards |
 //! | OPT | [`opt`] | Belady's offline optimum: the lower bound |
+//! | LRU, S3-FIFO, S3-FIFO+rent, W-TinyLFU, GDSF by bytes | [`bytes`] | item policies at a capacity in bytes, for variable value sizes ([`sizes`]) |
 //!
 //! Workloads: the cache2k traces ([`trace`]) replayed at capacities of
 //! unique keys ÷ 4 and ÷ 10, and a synthetic hot-Zipf-plus-scan workload
@@ -30,6 +31,7 @@
 #![forbid(unsafe_code)]
 
 pub mod basic;
+pub mod bytes;
 pub mod ghost;
 pub mod list;
 pub mod memcached;
@@ -38,6 +40,7 @@ pub mod report;
 pub mod s3fifo;
 pub mod segcache;
 pub mod sharded;
+pub mod sizes;
 pub mod sketch;
 pub mod store;
 pub mod tinylfu;

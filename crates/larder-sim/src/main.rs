@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! larder-sim [--traces DIR] [--segments N] [--json PATH] [--only NAME] [--no-scan] [--cap-scale F] [--store]
+//!            [--sizes SPECS [--max-requests N]]
 //! ```
 //!
 //! `--segments N` (default 64): the segment policies get segments of
@@ -13,6 +14,14 @@
 //! `--store`: also replay each trace through the real `larder_store::Store`
 //! with 4000-byte values at `-m` = working set ÷ 4 and ÷ 10 (larder-bench's
 //! sizing), reported as policy `larder-store -m` (capacity column: MiB).
+//!
+//! `--sizes 4000,50-500,500-5000,etc` (byte mode, issue 16): instead of the
+//! item-count table, every trace × value-size mix × working set ÷ 4, 10, 40
+//! through the byte-capacity policies (`bytes`) and the real store at the
+//! same `-m`, per-key sizes as larder-bench draws them (`sizes`);
+//! `--max-requests N` cuts each trace. `LARDER_SIM_STATS=1` prints the
+//! store's live / dead / index / unused share of `-m` after each replay.
+//! Results and commands: docs/size-aware-eviction.md.
 //!
 //! `--cap-scale F` (default 1): multiply the trace capacities by F, to see
 //! what a given advantage in items per byte is worth in miss ratio.
@@ -32,6 +41,10 @@ struct Args {
     scan: bool,
     scale: f64,
     store: bool,
+    /// Byte mode: value-size mixes (see `sizes`).
+    sizes: Vec<String>,
+    /// Byte mode: replay only the first N requests of each trace.
+    max_requests: Option<usize>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -43,6 +56,8 @@ fn parse_args() -> Result<Args, String> {
         scan: true,
         scale: 1.0,
         store: false,
+        sizes: Vec::new(),
+        max_requests: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -54,9 +69,11 @@ fn parse_args() -> Result<Args, String> {
             "--only" => a.only = Some(val()?),
             "--no-scan" => a.scan = false,
             "--store" => a.store = true,
+            "--max-requests" => a.max_requests = Some(val()?.parse().map_err(|e| format!("--max-requests: {e}"))?),
+            "--sizes" => a.sizes = val()?.split(',').map(str::to_string).collect(),
             "--cap-scale" => a.scale = val()?.parse().map_err(|e| format!("--cap-scale: {e}"))?,
             "-h" | "--help" => {
-                println!("larder-sim [--traces DIR] [--segments N] [--json PATH] [--only NAME] [--no-scan] [--cap-scale F] [--store]");
+                println!("larder-sim [--traces DIR] [--segments N] [--json PATH] [--only NAME] [--no-scan] [--cap-scale F] [--store] [--sizes SPECS [--max-requests N]]");
                 std::process::exit(0);
             }
             f => return Err(format!("unknown flag {f}")),
@@ -83,6 +100,9 @@ fn main() {
         .filter(|p| args.only.as_ref().map_or(true, |o| p.to_string_lossy().contains(o.as_str())))
         .collect();
     files.sort();
+    if !args.sizes.is_empty() {
+        return bytes_mode(&args, &files, &command);
+    }
     for f in files {
         let t = trace::load(&f).unwrap_or_else(|e| panic!("{e}"));
         eprintln!("{}: {} requests, {} unique keys", t.name, t.keys.len(), t.unique);
@@ -173,4 +193,57 @@ fn main() {
     print!("{}", report::table(&copying));
     std::fs::write(&args.json, report::to_json(&command, &rows)).unwrap_or_else(|e| panic!("writing {}: {e}", args.json.display()));
     eprintln!("wrote {}", args.json.display());
+}
+
+/// `--sizes`: every trace × value-size mix × working set ÷ 4, 10, 40, at
+/// equal bytes (see `larder_sim::bytes`).
+fn bytes_mode(args: &Args, files: &[PathBuf], command: &str) {
+    use larder_sim::sizes::Sizes;
+    let mut rows = Vec::new();
+    for f in files {
+        let mut t = trace::load(f).unwrap_or_else(|e| panic!("{e}"));
+        if let Some(n) = args.max_requests {
+            t.keys.truncate(n);
+        }
+        let mut uniq = t.keys.clone();
+        uniq.sort_unstable();
+        uniq.dedup();
+        for spec in &args.sizes {
+            let sizes = Sizes::parse(spec).unwrap_or_else(|| panic!("bad --sizes entry {spec:?}"));
+            let ws: f64 = uniq.iter().map(|&k| sizes.of(k) as f64).sum();
+            for div in [4, 10, 40] {
+                let mb = ((ws / div as f64 / (1 << 20) as f64).round() as usize).max(2);
+                let limit = mb << 20;
+                for mut p in larder_sim::bytes::policies(limit as u64) {
+                    let hits = t.keys.iter().filter(|&&k| p.access(k, larder_sim::bytes::KEY_BYTES + sizes.of(k) as u64)).count();
+                    let miss = 1.0 - hits as f64 / t.keys.len() as f64;
+                    eprintln!("{} {spec} ÷{div}: {} at {mb} MiB: miss ratio {miss:.4}", t.name, p.name());
+                    rows.push(Row {
+                        workload: format!("{} {spec}", t.name),
+                        capacity_label: format!("÷{div}"),
+                        capacity: mb,
+                        seg_items: 0,
+                        policy: p.name(),
+                        requests: t.keys.len() as u64,
+                        miss_ratio: miss,
+                        copies_per_request: 0.0,
+                    });
+                }
+                let c = larder_sim::store::replay_sized(&t.keys, limit, |k| sizes.of(k));
+                eprintln!("{} {spec} ÷{div}: larder-store -m {mb}: miss ratio {:.4}", t.name, c.miss_ratio());
+                rows.push(Row {
+                    workload: format!("{} {spec}", t.name),
+                    capacity_label: format!("÷{div}"),
+                    capacity: mb,
+                    seg_items: 0,
+                    policy: "larder-store (segments, real overheads)".into(),
+                    requests: t.keys.len() as u64,
+                    miss_ratio: c.miss_ratio(),
+                    copies_per_request: 0.0,
+                });
+            }
+        }
+    }
+    print!("{}", report::table(&rows));
+    std::fs::write(&args.json, report::to_json(command, &rows)).unwrap_or_else(|e| panic!("writing {}: {e}", args.json.display()));
 }

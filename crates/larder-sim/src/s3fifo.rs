@@ -48,6 +48,12 @@ impl S3Fifo {
         S3Fifo { cap, small_cap, threshold, lists: Lists::new(2), map: FastMap::default(), ghost: ExactGhost::new(cap - small_cap) }
     }
 
+    /// S3-FIFO with no ghost: a key evicted from S is forgotten (for
+    /// measuring what the ghost is worth, `examples/ghost_irm.rs`).
+    pub fn without_ghost(cap: usize) -> S3Fifo {
+        S3Fifo { ghost: ExactGhost::new(0), ..S3Fifo::new(cap) }
+    }
+
     fn evict(&mut self) {
         if self.lists.len(SMALL) >= self.small_cap || self.lists.len(MAIN) == 0 {
             self.evict_small();

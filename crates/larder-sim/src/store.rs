@@ -5,7 +5,7 @@
 //! The limit follows larder-bench's hit-ratio scenario: every key gets a
 //! value of `value_size` bytes (4000 by default), and `-m` is the working set
 //! (unique keys × value size) ÷ 4 or ÷ 10 in whole MiB, at least 2. Keys are
-//! the trace's integers in decimal. Reads compare the value with the one
+//! "k" and the trace's integer, zero-padded to 16 bytes (larder-bench's keys). Reads compare the value with the one
 //! written, so a wrong value fails the run instead of counting as a hit.
 
 use crate::Counts;
@@ -32,15 +32,21 @@ fn value_of(key: u32, len: usize, buf: &mut Vec<u8>) {
 /// Replays `keys` (get, and set on a miss) through a fresh store of
 /// `memory_limit` bytes.
 pub fn replay(keys: &[u32], memory_limit: usize, value_size: usize) -> Counts {
+    replay_sized(keys, memory_limit, |_| value_size)
+}
+
+/// [`replay`] with each key's value size from `size_of`.
+pub fn replay_sized(keys: &[u32], memory_limit: usize, size_of: impl Fn(u32) -> usize) -> Counts {
     let store = Store::new(Config { memory_limit, ..Config::default() }).expect("store config");
     let mut c = Counts::default();
-    let mut val = Vec::with_capacity(value_size);
+    let mut val = Vec::new();
     let mut kbuf = String::new();
     for &k in keys {
         use std::fmt::Write;
         kbuf.clear();
-        let _ = write!(kbuf, "{k}");
-        value_of(k, value_size, &mut val);
+        // 16-byte keys, as larder-bench sends them (and as `bytes` charges).
+        let _ = write!(kbuf, "k{k:015}");
+        value_of(k, size_of(k), &mut val);
         match store.get(kbuf.as_bytes(), 1, |it| it.value == &val[..]) {
             Lookup::Hit(same) => {
                 assert!(same, "key {k}: wrong value read back");
@@ -51,6 +57,21 @@ pub fn replay(keys: &[u32], memory_limit: usize, value_size: usize) -> Counts {
                 store.store(Mode::Set, kbuf.as_bytes(), 0, 0, &val, 1);
             }
         }
+    }
+    if std::env::var_os("LARDER_SIM_STATS").is_some() {
+        let st = store.stats();
+        eprintln!(
+            "  -m {} KiB: items {} live {:.3} dead {:.3} index {:.3} segs {}x{} KiB shards {} open/unused {:.3}",
+            memory_limit >> 10,
+            st.curr_items,
+            st.bytes as f64 / memory_limit as f64,
+            st.bytes_dead as f64 / memory_limit as f64,
+            st.index_bytes as f64 / memory_limit as f64,
+            st.segments_used,
+            st.segment_size >> 10,
+            st.shards,
+            (memory_limit as f64 - st.bytes as f64 - st.bytes_dead as f64 - st.index_bytes as f64) / memory_limit as f64
+        );
     }
     c
 }

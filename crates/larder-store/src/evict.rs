@@ -35,7 +35,7 @@
 //!   shards' only when it has none to spare.
 //! - Evicting keeps what earned it ([`Shard::evict_keeping`]): a small
 //!   segment's items hit at least once since written (the index slot's
-//!   4-bit counter) move to main with the counter reset — one-hit wonders
+//!   4-bit counter; more for big items, see below) move to main with the counter reset — one-hit wonders
 //!   and scans die after one pass through the small queue, never touching
 //!   main; a main segment's items with counter > 0 are re-appended with
 //!   counter − 1 (CLOCK), so stale hot items decay.
@@ -50,9 +50,35 @@
 //!   does at most [`MAX_COPYING_EVICTIONS`] such evictions; after that
 //!   victims die whole, which bounds the work when nearly everything is
 //!   hot.
-//! - Not (yet) here: the ghost filter of evicted keys (worth 0.0004–0.005 in
-//!   miss ratio on the traces), and a store-wide small/main balance (each
-//!   shard balances its own segments).
+//! - Size-aware (issue 16): a pass through the queues costs an item more
+//!   than one hit when it holds more than the mean: size ÷ the mean key +
+//!   value bytes of what the shard writes, rounded up or down at random in
+//!   proportion (see `rent` in shard.rs). An item of up to an eighth over
+//!   the mean is treated exactly as above; one of three times the size
+//!   needs three hits to leave the small queue and pays three per main
+//!   pass. Small items pay one hit, as average ones do: a discount for
+//!   them (a quarter hit per pass) made old small items outlive a switch to
+//!   big values (evict_tests.rs) for 0.001-0.005 of miss ratio on orm-busy
+//!   and nothing on the web traces (docs/size-aware-eviction.md). That
+//!   keeps big items only while they earn hits in proportion to their
+//!   bytes, with no per-item state beyond the index's 4-bit counter,
+//!   decided while walking the victim segment. Measured with `larder-sim
+//!   --sizes` (the real store replaying the traces with per-key sizes):
+//!   miss ratio 0.355 → 0.347 on web07 and 0.181 → 0.176 on web12 with ETC
+//!   sizes at -m 2; no change with fixed sizes.
+//! - A ghost filter (issue 16, `ghost.rs`): keys that die in the small queue
+//!   leave a 4-byte entry (24-bit fingerprint, 8-bit clock) in a
+//!   direct-mapped table per shard (at most one entry per 2 KiB of the
+//!   limit, 0.2% of it, counted as index bytes; it starts at 1/4 of that
+//!   and doubles as it is hit, so keys that never return cost almost none); a key written again while its ghost is there, and
+//!   younger than about the last `curr_items` ghosts (S3-FIFO's ghost
+//!   size), starts with one hit, so it passes the small queue into main — S3-FIFO's ghost, without needing room in main
+//!   at write time. Worth 0.0004–0.005 in miss ratio at working set ÷ 4 and
+//!   ÷ 10, but far more when the cache is small: orm-busy at working set ÷ 40
+//!   (-m 7, 4000 B values) 0.261 → 0.213 (larder-sim --sizes), where the
+//!   small queue is too short for a second hit to arrive in time.
+//! - Not (yet) here: a store-wide small/main balance (each shard balances
+//!   its own segments).
 
 use crate::shard::Shard;
 use crate::Time;

@@ -126,6 +126,7 @@ mod dump;
 mod evict;
 #[cfg(test)]
 mod evict_tests;
+mod ghost;
 mod hash;
 mod index;
 mod item;
@@ -138,6 +139,7 @@ mod shard;
 mod reporting;
 mod snapshot;
 mod ttl;
+mod written;
 
 pub use conditional::{ArithOutcome, DeleteOutcome};
 pub use meta::{MetaGet, MetaItem, WriteOptions};
@@ -163,6 +165,18 @@ const MAX_SHARDS: usize = 256;
 /// `SEGMENTS_PER_SHARD` segments' worth of items.
 const CONCURRENCY_SHARDS: usize = 16;
 const SEGMENTS_PER_SHARD: usize = 256;
+/// Fewer segments than this (limits under 4 MiB): one shard. Every shard
+/// keeps an open segment for new writes and one for eviction survivors,
+/// each half full on average; at -m 2 with 4 shards those were 8 of the 31
+/// segments, and live data filled 0.85 of the limit against 0.94 with one
+/// shard (larder-sim --sizes, LARDER_SIM_STATS=1). More shards above it:
+/// at -m 7 one to four shards missed more on orm-busy (0.277 against 0.267
+/// with 8), whose small queues, rounded up per shard, are bigger.
+const ONE_SHARD_BELOW: usize = 64;
+/// Bytes of the memory limit per ghost entry at most (4 bytes: 0.2% of the
+/// limit; the table starts at 1/4 of that and grows with use, see ghost.rs). With 4000-byte values that remembers about twice as many keys as
+/// the cache holds, as S3-FIFO's ghost wants; with small values fewer.
+const GHOST_BYTES: usize = 2048;
 /// Smallest segment accepted.
 const MIN_SEGMENT_SIZE: usize = 1024;
 /// Segments wanted at least (see `with_policy`).
@@ -265,8 +279,13 @@ impl Store {
             segment_size /= 2;
         }
         let segments = memory_limit / segment_size;
-        let nshards = (segments / 8).clamp(1, CONCURRENCY_SHARDS).max((segments / SEGMENTS_PER_SHARD).min(MAX_SHARDS));
+        let nshards = if segments < ONE_SHARD_BELOW { 1 } else { (segments / 8).clamp(1, CONCURRENCY_SHARDS) };
+        let nshards = nshards.max((segments / SEGMENTS_PER_SHARD).min(MAX_SHARDS));
         let nshards = 1 << (usize::BITS - 1 - nshards.leading_zeros());
+        // The ghost filters: at most one 4-byte entry per GHOST_BYTES of
+        // the limit, a power of two per shard, allocated small on a shard's
+        // first eviction from its small queue, grown as it is hit (ghost.rs).
+        let ghost_entries = (memory_limit / nshards / GHOST_BYTES).next_power_of_two().max(64);
         let index_bytes = nshards * Index::bytes_for(INITIAL_BUCKETS);
         if memory_limit < segment_size + index_bytes {
             return Err(ConfigError(format!(
@@ -286,6 +305,7 @@ impl Store {
             .iter()
             .map(|o| {
                 let mut sh = Shard::new(INITIAL_BUCKETS, hasher.clone(), o.clone());
+                sh.set_ghost(ghost_entries);
                 sh.max_open = max_open;
                 Padded(Mutex::new(sh))
             })
@@ -689,12 +709,12 @@ impl Store {
             s.large_objects += g.segs.large_count() as u64;
             s.large_bytes += g.segs.large_bytes() as u64;
             s.large_pages_bytes += g.segs.large_pages_bytes() as u64;
-            s.index_bytes += g.index.bytes() as u64;
+            s.index_bytes += (g.index.bytes() + g.ghost_bytes()) as u64;
             s.index_slots += g.index.slots() as u64;
             s.index_used += g.index.used() as u64;
             s.evicted_nonzero += c.evicted_nonzero;
             s.last_eviction = s.last_eviction.max(c.last_eviction);
-            let born = g.segs.oldest_first().map(|id| g.segs.get(id)).filter(|seg| seg.live_items > 0).map(|seg| seg.born).min();
+            let born = g.segs.oldest_first().map(|id| g.segs.get(id)).filter_map(|seg| seg.born()).min();
             s.oldest_born = s.oldest_born.into_iter().chain(born).min();
         }
         s.segments_total = s.segments_used + self.pool.spare_segments() as u64;
@@ -740,7 +760,7 @@ impl Store {
         if !self.acquire_room(l, ld.bytes(), protect, now, d) {
             return None;
         }
-        let loc = l.g.install(ld.adopt(), self.pool.next_gen(), true, slot, &self.pool, now);
+        let loc = l.g.install(ld.adopt(), self.pool.next_gen(), true, slot, &self.pool);
         let item_off = ld.room() - head;
         l.g.item_bytes_mut(loc)[..item_off].fill(item::PAD);
         Some(Loc { seg: loc.seg, off: item_off as u32 })
@@ -766,9 +786,9 @@ impl Store {
         };
         self.pool.set_exhausted(false);
         if large.is_some() {
-            return Some(l.g.install(buf, self.pool.next_gen(), true, slot, &self.pool, now));
+            return Some(l.g.install(buf, self.pool.next_gen(), true, slot, &self.pool));
         }
-        l.g.install(buf, self.pool.next_gen(), false, slot, &self.pool, now);
+        l.g.install(buf, self.pool.next_gen(), false, slot, &self.pool);
         Some(l.g.append(size, slot).expect("fits in a fresh segment"))
     }
 
@@ -1081,7 +1101,8 @@ pub struct Stats {
     pub segment_size: u64,
     /// Bytes held by dead (overwritten/deleted/expired) items not yet reclaimed.
     pub bytes_dead: u64,
-    /// Index tables (both while one resizes), counted in `memory_used`.
+    /// Index tables (both while one resizes) and the ghost filters (see
+    /// `evict`), counted in `memory_used`.
     pub index_bytes: u64,
     pub index_slots: u64,
     pub index_used: u64,
@@ -1098,8 +1119,9 @@ pub struct Stats {
     pub memory_used: u64,
     /// Number of shards (independent locks).
     pub shards: u64,
-    /// When the oldest live data was written (its segment's first write, or earlier for items moved in from older segments);
-    /// `None` with nothing stored.
+    /// When the oldest live item was written (kept per region of a segment,
+    /// see written.rs: never later than the item's write, at most as early
+    /// as a neighbouring region's); `None` with nothing stored.
     pub oldest_born: Option<Time>,
     /// Of `evictions`, items that had an expiry time.
     pub evicted_nonzero: u64,

@@ -16,6 +16,7 @@
 
 use crate::index::MAX_SEG_ID;
 use crate::large::SegBuf;
+use crate::written::WriteTimes;
 use crate::Time;
 
 /// `n` bytes rounded up to whole 4 KiB pages.
@@ -43,18 +44,33 @@ pub struct Segment {
     /// holds items that survived an eviction. New writes go to segments
     /// without this flag (the small queue).
     pub main: bool,
-    /// When the oldest data here was first written: the segment's
-    /// installation, or earlier for items moved in from older segments
-    /// (they bring their segment's time). `stats items` `age` is the
-    /// oldest of these among segments holding live items.
-    pub born: Time,
+    /// When the items here were written, by region of offsets (items moved
+    /// in from older segments bring their time): `stats items` `age` is the
+    /// oldest among segments holding live items.
+    pub times: WriteTimes,
 }
 
 impl Segment {
     pub fn new(buf: impl Into<SegBuf>, gen: u64, large: bool) -> Segment {
         let buf = buf.into();
         let write_off = if large { buf.len() } else { 0 };
-        Segment { buf, gen, write_off, live_bytes: 0, live_items: 0, large, max_exp: 0, cas: 0, main: false, born: 0 }
+        Segment {
+            buf,
+            gen,
+            write_off,
+            live_bytes: 0,
+            live_items: 0,
+            large,
+            max_exp: 0,
+            cas: 0,
+            main: false,
+            times: WriteTimes::default(),
+        }
+    }
+
+    /// The write time of the oldest live item here (see [`WriteTimes`]).
+    pub fn born(&self) -> Option<Time> {
+        self.times.oldest_live()
     }
 
     pub fn free_space(&self) -> usize {
