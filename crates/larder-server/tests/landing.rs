@@ -205,3 +205,41 @@ fn a_large_set_holds_one_copy_of_its_value() {
     assert_eq!(c.line(), "\r\n");
     assert_eq!(c.line(), "END\r\n");
 }
+
+/// A big value set again and again under one key (and then a little
+/// smaller, under another) is received into the buffer the previous one
+/// was freed from: every get returns the newest bytes, never the old ones
+/// the reused buffer held, and the kept buffer shows in `stats larder`.
+#[test]
+fn a_big_value_set_again_is_received_into_the_freed_buffer_and_reads_back_new() {
+    let l = Larder::start(&["-m", "256", "-I", "64m"]);
+    let mut c = l.connect();
+    let len = 24 * MIB;
+    let get = |c: &mut Client, key: &str, v: &[u8]| {
+        c.send(format!("get {key}\r\n").as_bytes());
+        assert_eq!(c.line(), format!("VALUE {key} 0 {}\r\n", v.len()));
+        assert!(c.exact(v.len()) == v, "{key}: the newest value");
+        assert_eq!(c.line(), "\r\n");
+        assert_eq!(c.line(), "END\r\n");
+    };
+    for round in 0..5u8 {
+        let v = value(len, round);
+        send_in_pieces(&mut c, format!("set big 0 0 {len}\r\n").as_bytes(), &v, b"\r\n");
+        assert_eq!(c.line(), "STORED\r\n");
+        get(&mut c, "big", &v);
+        let spare = c.stat("larder_large_spare_bytes") as usize;
+        if round == 0 {
+            assert_eq!(spare, 0, "nothing freed yet");
+        } else {
+            // The replaced value's buffer (value + header room) waits for the next set.
+            assert!((len..len + 4096).contains(&spare), "round {round}: {spare} bytes kept");
+        }
+    }
+    let smaller = value(len - 5000, 77);
+    send_in_pieces(&mut c, format!("set other 0 0 {}\r\n", smaller.len()).as_bytes(), &smaller, b"\r\n");
+    assert_eq!(c.line(), "STORED\r\n");
+    assert_eq!(c.stat("larder_large_spare_bytes"), 0, "taken by the smaller value");
+    get(&mut c, "other", &smaller);
+    get(&mut c, "big", &value(len, 4));
+    assert_eq!(c.stat("larder_conn_budget_used"), 0);
+}

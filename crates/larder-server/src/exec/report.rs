@@ -368,6 +368,7 @@ fn larder(srv: &Server, s: &mut Snapshot) {
     s.u64("larder_segments_used", st.segments_used);
     s.u64("larder_segments_free", st.segments_total.saturating_sub(st.segments_used));
     s.u64("larder_large_objects", st.large_objects);
+    s.u64("larder_large_spare_bytes", st.large_spare_bytes);
     s.u64("larder_memory_used", st.memory_used);
     s.u64("larder_bytes_dead", st.bytes_dead);
     s.u64("larder_compactions", st.compactions);
