@@ -140,7 +140,7 @@ impl Drop for LargeObject {
 /// segment buffers, and gives way first whenever the pool needs room
 /// ([`release`](Self::release)), so it never makes the store evict live items or
 /// refuse a write. Only one is kept: it is for the repeated big write, not
-/// a cache of buffers.
+/// a cache of buffers, and a landing that cannot use it releases it.
 pub(crate) struct Spare {
     buf: Mutex<Option<Box<[UnsafeCell<u8>]>>>,
     used: Arc<AtomicUsize>,
@@ -358,9 +358,13 @@ impl Landing {
                 LargeObject::with_bytes(bytes, used, Some(spare.clone()))
             }
             kept => {
+                // A fresh buffer is needed, so the kept one is not for
+                // this client's sizes (or the budget is short): it goes
+                // rather than sit in `-m` beside the new one.
                 if let Some(bytes) = kept {
                     spare.keep(bytes);
                 }
+                spare.release();
                 if !spill.try_take(n) {
                     return None;
                 }

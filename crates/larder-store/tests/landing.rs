@@ -158,14 +158,19 @@ fn a_freed_landing_buffer_is_reused_by_the_next_landing_of_about_its_size() {
     restored.load_snapshot(&snap[..], SnapshotClock { now: 1, unix_now: 1_700_000_001 }).unwrap();
     assert_eq!(value_of(&restored, b"s").unwrap().0, v);
 
-    // Much bigger or much smaller values do not take it.
-    assert!(store.delete(b"k", 5));
-    let kept = store.stats().large_spare_bytes;
-    assert_eq!(kept, (ROOM + len) as u64);
-    for other in [2 * len, len / 2] {
-        let ld = received(&store, other, 6);
-        assert_eq!(store.stats().large_spare_bytes, kept, "{other} bytes: the kept buffer stays");
+    // Much bigger or much smaller values do not take it, and it goes: the
+    // client's sizes changed, so it would only sit in -m beside theirs.
+    for other in [2 * len, len / 2, len + 1] {
+        let ld = received(&store, len, 5);
+        assert!(matches!(write(&store, Mode::Set, b"a", 0, &ld), StoreResult::Stored(_)));
         drop(ld);
+        assert!(store.delete(b"a", 5));
+        let kept = store.stats();
+        assert_eq!(kept.large_spare_bytes, (ROOM + len) as u64);
+        let ld = received(&store, other, 6);
+        let s = store.stats();
+        assert_eq!(s.large_spare_bytes, 0, "{other} bytes: released");
+        assert_eq!(s.memory_used, kept.memory_used - (ROOM + len) as u64, "{other} bytes: -m has it back");
     }
 }
 
