@@ -167,7 +167,7 @@ fn a_freed_landing_buffer_is_reused_by_the_next_landing_of_about_its_size() {
         assert!(store.delete(b"a", 5));
         let kept = store.stats();
         assert_eq!(kept.large_spare_bytes, (ROOM + len) as u64);
-        let ld = received(&store, other, 6);
+        let _landing = received(&store, other, 6);
         let s = store.stats();
         assert_eq!(s.large_spare_bytes, 0, "{other} bytes: released");
         assert_eq!(s.memory_used, kept.memory_used - (ROOM + len) as u64, "{other} bytes: -m has it back");
