@@ -403,9 +403,11 @@ impl TlsStream {
         self.count_failure();
         if let Phase::Handshake(conn) = &mut self.phase {
             // After an error rustls still gives out what it queued (its
-            // alert) before repeating the error.
+            // alert) before repeating the error. It is given the same
+            // buffer: its handshake reassembly may point into it (an empty
+            // one makes it panic).
             for _ in 0..4 {
-                match conn.process_tls_records(&mut []).state {
+                match conn.process_tls_records(&mut self.rx[..self.rend]).state {
                     Ok(ConnectionState::EncodeTlsData(mut d)) => {
                         let mut alert = [0u8; 64];
                         if let Ok(n) = d.encode(&mut alert) {
