@@ -124,6 +124,56 @@ fn client_key_updates_are_followed_both_ways() {
     }
 }
 
+/// The records-per-key limit (the suite's confidentiality limit, lowered
+/// to 5 here): TLS 1.3 sends a KeyUpdate and goes on under the new key
+/// (the client reads every reply); TLS 1.2 cannot renew its key and
+/// closes with close_notify instead of sealing past the limit.
+#[test]
+fn the_records_per_key_limit_renews_the_key_or_closes() {
+    for suite in suites() {
+        let mut p = Pair::new(suite);
+        p.server.limit_records_per_key(5);
+        let tls13 = suite.version() == &rustls::version::TLS13;
+        let mut raw_all = Vec::new();
+        let mut closed = false;
+        for i in 0..12 {
+            let reply = format!("reply {i}\r\n");
+            match p.server.write(reply.as_bytes()) {
+                Ok(n) => assert_eq!(n, reply.len()),
+                Err(e) => {
+                    assert!(!tls13, "{}: TLS 1.3 failed at record {i}: {e}", name(suite));
+                    // Sequence number 0 went to the server's Finished.
+                    assert_eq!(i, 4, "{}: TLS 1.2 closed at record {i}", name(suite));
+                    closed = true;
+                    break;
+                }
+            }
+            let mut raw = Vec::new();
+            until("the reply", || {
+                raw.extend(p.client_raw());
+                (!records(&raw).is_empty()).then_some(())
+            });
+            raw_all.extend_from_slice(&raw);
+            assert_eq!(p.client_feed(&raw).unwrap(), reply.as_bytes(), "{}", name(suite));
+        }
+        if tls13 {
+            // Replies 0-4 under the first key, then a KeyUpdate before
+            // reply 5 and another before reply 10.
+            assert_eq!(records(&raw_all).len(), 14, "{}", name(suite));
+        } else {
+            assert!(closed, "{}: TLS 1.2 sealed past the limit", name(suite));
+            until("close_notify", || {
+                p.client_recv().unwrap();
+                let mut b = [0u8; 1];
+                match p.client.reader().read(&mut b) {
+                    Ok(0) => Some(()),
+                    _ => None,
+                }
+            });
+        }
+    }
+}
+
 /// Key updates without data between them: 32 are taken (as rustls takes
 /// them), the 33rd ends the connection.
 #[test]

@@ -195,6 +195,14 @@ impl TlsStream {
         matches!(self.phase, Phase::Handshake(_))
     }
 
+    /// Lower the records sent per key of an established connection (tests:
+    /// the suite's confidentiality limit without 2^24 records).
+    pub fn limit_records_per_key(&mut self, n: u64) {
+        if let Phase::Traffic(t) = &mut self.phase {
+            t.layer.limit_records_per_key(n);
+        }
+    }
+
     /// Encrypted bytes are waiting for the socket.
     pub fn wants_write(&self) -> bool {
         self.tstart < self.tend

@@ -190,6 +190,12 @@ impl RecordLayer {
         }
     }
 
+    /// Lower the records sealed per key (tests reach the limit without
+    /// sealing 2^24 records); never raises it.
+    pub fn limit_records_per_key(&mut self, n: u64) {
+        self.tx_limit = self.tx_limit.min(n);
+    }
+
     /// `tx` has sealed as many records as its key may: TLS 1.3 must update
     /// the key before the next, TLS 1.2 must close.
     pub fn tx_exhausted(&self, tx: &Keys) -> bool {
