@@ -218,7 +218,8 @@ impl TlsStream {
     pub fn abandon(&mut self) {
         match &mut self.phase {
             Phase::Handshake(_) => self.count_failure(),
-            Phase::Traffic(t) if !self.eof && !t.peer_closed && !t.sent_close => {
+            // After the peer's close_notify too: TLS 1.2 wants one back.
+            Phase::Traffic(t) if !self.eof && !t.sent_close => {
                 t.sent_close = true;
                 if queue_record(t, &mut self.tx, &mut self.tstart, &mut self.tend, content::ALERT, &[ALERT_WARNING, CLOSE_NOTIFY]).is_ok() {
                     let _ = self.send_pending();
@@ -279,6 +280,12 @@ impl TlsStream {
         }
         let room = &mut self.rx[self.rend..];
         let offered = room.len();
+        if offered == 0 {
+            // Not reached: a whole record is opened before the next read,
+            // and the handshake grows the buffer or fails. A read into no
+            // room would look like end of stream.
+            return Err(invalid("TLS receive buffer full"));
+        }
         loop {
             match self.sock.read(room) {
                 Ok(0) => {
