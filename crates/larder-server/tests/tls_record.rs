@@ -23,9 +23,9 @@ fn every_suite_round_trips_requests_and_replies() {
         let mut p = Pair::new(suite);
         for i in 0..20 {
             let req = format!("get key-{i}\r\n");
-            assert_eq!(p.to_server(req.as_bytes()), req.as_bytes(), "{}", name(suite));
+            assert_eq!(p.send_to_server(req.as_bytes()), req.as_bytes(), "{}", name(suite));
             let reply = format!("VALUE key-{i} 0 1\r\n{i}\r\nEND\r\n");
-            assert_eq!(p.to_client(reply.as_bytes()), reply.as_bytes(), "{}", name(suite));
+            assert_eq!(p.send_to_client(reply.as_bytes()), reply.as_bytes(), "{}", name(suite));
         }
     }
 }
@@ -89,8 +89,8 @@ fn a_one_mebibyte_value_each_way() {
     for suite in suites() {
         let mut p = Pair::new(suite);
         let value: Vec<u8> = (0..1u32 << 20).map(|i| (i.wrapping_mul(2654435761) >> 24) as u8).collect();
-        assert!(p.to_server(&value) == value, "{}: client to server", name(suite));
-        assert!(p.to_client(&value) == value, "{}: server to client", name(suite));
+        assert!(p.send_to_server(&value) == value, "{}: client to server", name(suite));
+        assert!(p.send_to_client(&value) == value, "{}: server to client", name(suite));
     }
 }
 
@@ -106,7 +106,7 @@ fn client_key_updates_are_followed_both_ways() {
         for i in 0..100 {
             p.client.refresh_traffic_keys().unwrap();
             let req = format!("get k{i}\r\n");
-            assert_eq!(p.to_server(req.as_bytes()), req.as_bytes(), "{}", name(suite));
+            assert_eq!(p.send_to_server(req.as_bytes()), req.as_bytes(), "{}", name(suite));
             let reply = format!("reply {i}\r\n");
             let mut sent = 0;
             while sent < reply.len() {
@@ -194,7 +194,7 @@ fn a_tampered_record_closes_the_connection_and_delivers_nothing() {
     for suite in suites() {
         for flip in ["ciphertext", "tag", "header"] {
             let mut p = Pair::new(suite);
-            assert_eq!(p.to_server(b"before\r\n"), b"before\r\n");
+            assert_eq!(p.send_to_server(b"before\r\n"), b"before\r\n");
             p.client_send(b"set k 0 0 5\r\nvalue\r\n");
             let mut wire = p.client_wire();
             let at = match flip {
@@ -233,7 +233,7 @@ fn a_tampered_record_closes_the_connection_and_delivers_nothing() {
 fn an_unexpected_record_type_closes_the_connection() {
     for suite in suites() {
         let mut p = Pair::new(suite);
-        assert_eq!(p.to_server(b"hi\r\n"), b"hi\r\n");
+        assert_eq!(p.send_to_server(b"hi\r\n"), b"hi\r\n");
         p.send_raw(&[20, 3, 3, 0, 1, 1]);
         until("the server to refuse the record", || match p.server_read() {
             Ok(r) => {
@@ -307,7 +307,7 @@ fn data_right_after_the_handshake_is_not_lost() {
             std::thread::yield_now();
         }
         assert_eq!(got, b"early get\r\n", "{}", name(suite));
-        assert_eq!(p.to_client(b"ok\r\n"), b"ok\r\n");
+        assert_eq!(p.send_to_client(b"ok\r\n"), b"ok\r\n");
     }
 }
 

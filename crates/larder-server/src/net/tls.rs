@@ -121,9 +121,9 @@ struct Traffic {
     /// TLS 1.2: bytes of a refused ClientHello still to come in later
     /// records (skipped as they arrive, never buffered).
     skip_handshake: usize,
-    /// The send buffer offset our last key update ends at; while it is
-    /// unsent, a peer's request for another is already answered.
-    key_update_end: Option<usize>,
+    /// Our last KeyUpdate is still in the send buffer: a peer's request
+    /// for another is answered by it (as rustls does).
+    key_update_unsent: bool,
 }
 
 pub struct TlsStream {
@@ -256,7 +256,7 @@ impl TlsStream {
         self.tend = 0;
         if let Phase::Traffic(t) = &mut self.phase {
             // Our key update is out: a new request gets a new one.
-            t.key_update_end = None;
+            t.key_update_unsent = false;
         }
         Ok(())
     }
@@ -484,7 +484,7 @@ impl TlsStream {
             warnings_left: MAX_WARNINGS,
             renegotiations_left: MAX_RENEGOTIATIONS,
             skip_handshake: 0,
-            key_update_end: None,
+            key_update_unsent: false,
         }));
         Ok(())
     }
@@ -662,9 +662,6 @@ fn queue_record(t: &mut Traffic, tx: &mut [u8], tstart: &mut usize, tend: &mut u
     if *tend + need > tx.len() && *tstart > 0 {
         tx.copy_within(*tstart..*tend, 0);
         *tend -= *tstart;
-        if let Some(end) = t.key_update_end.as_mut() {
-            *end = end.saturating_sub(*tstart);
-        }
         *tstart = 0;
     }
     if *tend + need > tx.len() {
@@ -682,7 +679,7 @@ fn queue_record(t: &mut Traffic, tx: &mut [u8], tstart: &mut usize, tend: &mut u
 fn send_key_update(t: &mut Traffic, tx: &mut [u8], tstart: &mut usize, tend: &mut usize) -> Result<(), Fatal> {
     // update_not_requested: we answer, or renew our own key.
     queue_record(t, tx, tstart, tend, content::HANDSHAKE, &[HS_KEY_UPDATE, 0, 0, 1, 0])?;
-    t.key_update_end = Some(*tend);
+    t.key_update_unsent = true;
     let (seq, secrets) = t.kernel.update_tx_secret().map_err(|_| Fatal::Exhausted)?;
     t.tx = Keys::new(seq, &secrets)?;
     Ok(())
@@ -726,7 +723,7 @@ fn key_update(t: &mut Traffic, body: &[u8], reply: &mut Reply) -> Result<(), Sto
     t.key_updates_left = t.key_updates_left.checked_sub(1).ok_or(Fatal::UnexpectedMessage)?;
     let (seq, secrets) = t.kernel.update_rx_secret().map_err(|_| Fatal::Exhausted)?;
     t.rx = Keys::new(seq, &secrets)?;
-    if request == 1 && t.key_update_end.is_none() {
+    if request == 1 && !t.key_update_unsent {
         *reply = Reply::KeyUpdate;
     }
     Ok(())

@@ -211,7 +211,7 @@ impl Pair {
     }
 
     /// Client → server: `data` sent, the server reads until it has it all.
-    pub fn to_server(&mut self, data: &[u8]) -> Vec<u8> {
+    pub fn send_to_server(&mut self, data: &[u8]) -> Vec<u8> {
         self.client_send(data);
         let mut got = Vec::new();
         let start = Instant::now();
@@ -226,7 +226,7 @@ impl Pair {
     /// Server → client: the server writes `data` (as the session does:
     /// again while it takes some, waiting on `WouldBlock`), the client
     /// reads until it has it all.
-    pub fn to_client(&mut self, data: &[u8]) -> Vec<u8> {
+    pub fn send_to_client(&mut self, data: &[u8]) -> Vec<u8> {
         let mut sent = 0;
         let mut got = Vec::new();
         let start = Instant::now();
