@@ -463,12 +463,18 @@ impl TlsStream {
         if self.rend > RX_TRAFFIC {
             return Err(invalid("TLS record over the size limit"));
         }
+        // New zeroed buffers (calloc), not grown ones: the allocator's fresh
+        // memory is zero already, so a connection's resident memory is the
+        // pages its traffic touches, not the buffers' full size.
         if self.rx.len() != RX_TRAFFIC {
-            self.rx.resize(RX_TRAFFIC, 0);
-            self.rx.shrink_to_fit();
+            let mut rx = vec![0u8; RX_TRAFFIC];
+            rx[..self.rend].copy_from_slice(&self.rx[..self.rend]);
+            self.rx = rx;
         }
         if self.tx.len() < self.tx_cap {
-            self.tx.resize(self.tx_cap, 0);
+            let mut tx = vec![0u8; self.tx_cap];
+            tx[..self.tend].copy_from_slice(&self.tx[..self.tend]);
+            self.tx = tx;
         }
         self.phase = Phase::Traffic(Box::new(Traffic {
             layer,
