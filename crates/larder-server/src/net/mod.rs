@@ -2,7 +2,8 @@
 //!
 //! * [`stream`]: one `Stream` type for TCP, TLS and Unix-domain connections.
 //! * [`tls`]: a TLS connection over a non-blocking socket (rustls's
-//!   handshake, then [`tls_record`]: larder's own record layer).
+//!   handshake, then [`tls_record`]: larder's own record layer, and
+//!   [`tls_traffic`]: alerts, key updates, renegotiation).
 //! * [`registry`]: every open connection's shared description (`stats conns`).
 //!
 //! Binding listeners and accepting connections need the settings and the
@@ -12,3 +13,4 @@ pub mod registry;
 pub mod stream;
 pub mod tls;
 pub mod tls_record;
+pub mod tls_traffic;
