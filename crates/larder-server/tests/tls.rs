@@ -357,3 +357,49 @@ fn metrics_listener_speaks_https_with_metrics_tls() {
     assert_eq!(code, 64);
     assert!(err.contains("metrics_tls needs -Z"), "{err}");
 }
+
+/// OpenSSL's command-line client (`openssl s_client`, another TLS stack
+/// than the rustls client of the other tests) over TLS 1.2 and 1.3, with
+/// TLS 1.3 key updates both ways (`k`: the client's; `K`: the client's,
+/// asking for the server's): every reply arrives, before and after.
+#[test]
+fn openssl_s_client_interoperates_with_key_updates() {
+    let (_l, tls) = start(&[]);
+    for (version, lines) in [
+        ("-tls1_3", &["set k 0 0 5", "hello", "get k", "k", "get k", "K", "get k", "K", "k", "get k"][..]),
+        ("-tls1_2", &["set k 0 0 5", "hello", "get k", "get k"][..]),
+    ] {
+        let mut child = std::process::Command::new("openssl")
+            .args(["s_client", "-crlf", version, "-connect", &format!("127.0.0.1:{tls}")])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("openssl (apt-get install openssl; scripts/test does)");
+        let mut stdin = child.stdin.take().unwrap();
+        let gets = lines.iter().filter(|l| l.starts_with("get")).count();
+        let lines: Vec<String> = lines.iter().map(|l| format!("{l}\n")).collect();
+        let writer = std::thread::spawn(move || {
+            // Each line once the one before has had time to be served.
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            for l in lines {
+                stdin.write_all(l.as_bytes()).unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1000));
+            // End of input: s_client closes (close_notify) and exits.
+        });
+        writer.join().unwrap();
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        assert!(text.contains("STORED"), "{version}: {text}");
+        assert_eq!(text.matches("VALUE k 0 5").count(), gets, "{version}: {text}");
+        if version == "-tls1_3" {
+            assert_eq!(text.matches("KEYUPDATE").count(), 4, "{version}: {text}");
+            assert!(text.contains("Protocol  : TLSv1.3") || text.contains("New, TLSv1.3"), "{version}: {text}");
+        } else {
+            assert!(text.contains("TLSv1.2"), "{version}: {text}");
+        }
+        assert!(!text.contains("alert"), "{version}: {text}");
+    }
+}

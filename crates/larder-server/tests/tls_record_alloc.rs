@@ -1,28 +1,26 @@
-//! Why `net::tls` stays on rustls's buffered API: rustls 0.23's unbuffered
-//! API (`UnbufferedServerConnection`) allocates exactly as the buffered
-//! `ServerConnection` does, one buffer per application-data record it
-//! decrypts and one per record it encrypts, so moving to it would not make
-//! a warm TLS connection allocation-free (tests/alloc.rs pins what larder
-//! allocates per round trip).
+//! A warm TLS connection allocates nothing per request: larder's own record
+//! layer (`net::tls_record`, driven by `net::tls::TlsStream`) opens and
+//! seals records in place in buffers sized once per connection. This test
+//! runs a real `TlsStream` against a rustls client in-process and counts
+//! the server side's allocations over warm round trips (a counting global
+//! allocator, per thread): zero, for one request per round trip and for
+//! pipelines of many records.
 //!
-//! Where, in rustls 0.23.46's source: a decrypted record's plaintext is
-//! copied into a fresh `Vec` (`CommonState::take_received_plaintext`:
-//! `bytes.into_vec()`), which the unbuffered `ReadTraffic::next_record`
-//! then pops (its comment: in-place decryption is future work); and
-//! `WriteTraffic::encrypt` goes through the same
-//! `RecordLayer::encrypt_outgoing` as the buffered writer, whose
+//! Why larder has its own record layer: rustls 0.23.46 allocates once per
+//! record it decrypts and once per record it encrypts, in both of its
+//! server APIs, and neither takes a caller's buffer. Where, in its source:
+//! a decrypted record's plaintext is copied into a fresh `Vec`
+//! (`CommonState::take_received_plaintext`: `bytes.into_vec()`), which the
+//! unbuffered `ReadTraffic::next_record` then pops (its comment: in-place
+//! decryption is future work); and `WriteTraffic::encrypt` goes through
+//! the same `RecordLayer::encrypt_outgoing` as the buffered writer, whose
 //! `MessageEncrypter::encrypt` returns an owned record
-//! (`PrefixedPayload::with_capacity`) that is then copied into the caller's
-//! buffer and dropped.
-//!
-//! This test runs both server APIs in-process against one rustls client,
-//! with larder's own TLS configuration (`state::tls::build_config`), and
-//! counts the server side's allocations over warm round trips of one
-//! request each. It fails when a rustls upgrade makes the unbuffered API
-//! cheaper than the buffered one: then `net::tls` should move to it and
-//! tests/alloc.rs's TLS bound should drop to the plain connections' one.
+//! (`PrefixedPayload::with_capacity`) that is then copied into the
+//! caller's buffer and dropped. The second test measures that, with
+//! larder's own TLS configuration, so the reason stays checked: it fails
+//! once a rustls upgrade stops allocating per record, and then larder
+//! could hand the record layer back to rustls.
 
-use larder_server::state::tls::{build_config, TlsSettings};
 use rustls::server::UnbufferedServerConnection;
 use rustls::unbuffered::ConnectionState;
 use rustls::{ClientConnection, ServerConnection};
@@ -32,6 +30,7 @@ use std::io::{Read, Write};
 use std::sync::Arc;
 
 mod common;
+mod tls_support;
 
 thread_local! {
     /// Allocations made by this thread (the test harness's other threads
@@ -85,14 +84,7 @@ const WARM: usize = 20;
 const TRIPS: u64 = 200;
 
 fn server_config() -> Arc<rustls::ServerConfig> {
-    let c = common::tls::certs();
-    let settings = TlsSettings {
-        enabled: true,
-        chain_cert: Some(c.server_crt.display().to_string()),
-        key: Some(c.server_key.display().to_string()),
-        ..TlsSettings::default()
-    };
-    Arc::new(build_config(&settings, &Default::default()).expect("larder's TLS configuration"))
+    tls_support::server_config(|_| {})
 }
 
 fn client() -> ClientConnection {
@@ -268,21 +260,96 @@ fn buffered_allocations() -> u64 {
     total
 }
 
+/// larder's stream: warm round trips of one request (one record each
+/// way), then of a pipeline (50 records in, one reply of 50 values out),
+/// for every suite. Both counts must be zero.
 #[test]
-fn rustls_unbuffered_api_allocates_per_record_as_the_buffered_one_does() {
+fn warm_tls_round_trips_allocate_nothing() {
+    for suite in tls_support::suites() {
+        let mut p = tls_support::Pair::new(suite);
+        let mut buf = vec![0u8; 16 * 1024];
+        let mut single = 0;
+        let mut pipelined = 0;
+        let mut pipeline = Vec::new();
+        let mut replies = Vec::new();
+        for i in 0..50 {
+            pipeline.push(format!("get key-{i}\r\n").into_bytes());
+            replies.extend_from_slice(format!("VALUE key-{i} 0 10\r\n0123456789\r\n").as_bytes());
+        }
+        replies.extend_from_slice(b"END\r\n");
+        for trip in 0..WARM + TRIPS as usize {
+            // One request, one reply.
+            p.client_send(REQUEST);
+            p.client_flush();
+            let (got, n) = counted(|| serve(&mut p.server, &mut buf, REQUEST.len(), REPLY));
+            assert_eq!(&buf[..got], REQUEST);
+            assert_eq!(p.client_recv().unwrap(), REPLY);
+            // A pipeline: one record per request in, one large reply out.
+            for r in &pipeline {
+                p.client_send(r);
+            }
+            p.client_flush();
+            let want: usize = pipeline.iter().map(Vec::len).sum();
+            let (got, m) = counted(|| serve(&mut p.server, &mut buf, want, &replies));
+            assert_eq!(got, want);
+            let mut back = Vec::new();
+            while back.len() < replies.len() {
+                back.extend(p.client_recv().unwrap());
+            }
+            assert_eq!(back, replies);
+            if trip >= WARM {
+                single += n;
+                pipelined += m;
+            }
+        }
+        eprintln!("{:?}: {single} allocations over {TRIPS} warm single-request round trips, {pipelined} over {TRIPS} pipelines of 50", suite.suite());
+        assert_eq!(single, 0, "{:?}: allocations per single-request round trip", suite.suite());
+        assert_eq!(pipelined, 0, "{:?}: allocations per pipelined round trip", suite.suite());
+    }
+}
+
+/// The server side of one round trip, as the session does it: read until
+/// `want` bytes of plaintext are in `buf`, then write `reply` (waiting out
+/// a full socket). Returns the bytes read.
+fn serve(s: &mut larder_server::net::tls::TlsStream, buf: &mut [u8], want: usize, reply: &[u8]) -> usize {
+    let mut got = 0;
+    while got < want {
+        match s.read(&mut buf[got..]) {
+            Ok(0) => panic!("server: end of stream"),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::yield_now(),
+            Err(e) => panic!("server read: {e}"),
+        }
+    }
+    let mut sent = 0;
+    while sent < reply.len() {
+        match s.write(&reply[sent..]) {
+            Ok(n) => sent += n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::yield_now(),
+            Err(e) => panic!("server write: {e}"),
+        }
+    }
+    while s.wants_write() {
+        match s.send_pending() {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::yield_now(),
+            Err(e) => panic!("server send: {e}"),
+        }
+    }
+    got
+}
+
+#[test]
+fn rustls_alone_allocates_per_record_in_both_apis() {
     let unbuffered = unbuffered_allocations();
     let buffered = buffered_allocations();
     eprintln!(
         "rustls server side, {TRIPS} warm round trips of one request (one record each way): \
          unbuffered API {unbuffered} allocations, buffered API {buffered}"
     );
-    // The buffered API's figure is what tests/alloc.rs measures through
-    // larder (2 per round trip); it must hold here too, or this test no
-    // longer measures what it says.
-    assert!(buffered >= 2 * TRIPS, "buffered API: {buffered} allocations for {TRIPS} round trips, expected one per record each way");
     assert!(
-        unbuffered >= 2 * TRIPS,
-        "rustls's unbuffered API made {unbuffered} allocations for {TRIPS} round trips (buffered: {buffered}): it no longer \
-         allocates per record; move net::tls to it and lower tests/alloc.rs's TLS bound to the plain connections' one"
+        buffered >= 2 * TRIPS && unbuffered >= 2 * TRIPS,
+        "rustls made {unbuffered} (unbuffered API) and {buffered} (buffered API) allocations for {TRIPS} round trips: it no \
+         longer allocates per record, and net::tls_record may no longer be needed (see this file's doc)"
     );
 }

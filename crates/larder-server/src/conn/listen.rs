@@ -283,8 +283,8 @@ pub fn run_acceptor(srv: Arc<Server>, mut listeners: Vec<Listener>, inboxes: Vec
 /// The server side of a TLS connection (its handshake runs on the worker).
 fn tls_stream(srv: &Server, s: mio::net::TcpStream) -> io::Result<Stream> {
     let ctx = srv.tls.as_ref().ok_or_else(|| io::Error::other("TLS listener without a TLS context"))?;
-    let conn = ctx.accept().map_err(io::Error::other)?;
-    Ok(Stream::Tls(Box::new(TlsStream::new(s, conn, ctx.counters.clone()))))
+    let conn = ctx.accept_unbuffered().map_err(io::Error::other)?;
+    Ok(Stream::Tls(Box::new(TlsStream::new(s, conn, ctx.counters.clone(), ctx.settings.wbuf_size))))
 }
 
 fn dispatch(srv: &Server, mut stream: Stream, peer: String, listen: String, inboxes: &[Arc<Inbox>], next: &mut usize) {

@@ -1,7 +1,9 @@
 //! The bottom layer: what a connection is, independent of what it speaks.
 //!
 //! * [`stream`]: one `Stream` type for TCP, TLS and Unix-domain connections.
-//! * [`tls`]: a rustls connection over a non-blocking socket.
+//! * [`tls`]: a TLS connection over a non-blocking socket (rustls's
+//!   handshake, then [`tls_record`]: larder's own record layer, and
+//!   [`tls_traffic`]: alerts, key updates, renegotiation).
 //! * [`registry`]: every open connection's shared description (`stats conns`).
 //!
 //! Binding listeners and accepting connections need the settings and the
@@ -10,3 +12,5 @@
 pub mod registry;
 pub mod stream;
 pub mod tls;
+pub mod tls_record;
+pub mod tls_traffic;

@@ -11,7 +11,8 @@ use std::io::{self, IoSlice, Read, Write};
 pub enum Stream {
     Tcp(TcpStream),
     Unix(UnixStream),
-    /// Boxed: a rustls connection is over a kilobyte, plain streams a word.
+    /// Boxed: a TLS stream (rustls state, buffer bookkeeping) is over a
+    /// kilobyte, plain streams a word.
     Tls(Box<TlsStream>),
 }
 

@@ -19,7 +19,9 @@
 //!   TLS 1.3 stateful tickets), counted in `ssl_new_sessions`;
 //! * `ssl_wbuf_size`: the bound on TLS output held per connection;
 //! * `ssl_kernel_tls`: accepted with a warning; records are encrypted in
-//!   user space.
+//!   user space by larder's own record layer (`net::tls_record`), the
+//!   structure kernel TLS would plug into (rustls's handshake, then the
+//!   traffic secrets handed over), but this kernel has no `tls` ULP.
 
 use crate::net::tls::TlsCounters;
 use rustls::crypto::CryptoProvider;
@@ -119,7 +121,7 @@ impl TlsSettings {
             }
             "ssl_kernel_tls" => {
                 self.kernel_tls = true;
-                warnings.push("-o ssl_kernel_tls: kernel TLS offload is not available in larder (rustls); records are encrypted in user space".into());
+                warnings.push("-o ssl_kernel_tls: kernel TLS offload is not available in larder; records are encrypted in user space".into());
             }
             "ssl_min_version" => {
                 let v = need(value)?;
@@ -263,6 +265,9 @@ pub fn build_config(s: &TlsSettings, counters: &Arc<TlsCounters>) -> Result<Serv
     let mut config = builder
         .with_single_cert(certs, key)
         .map_err(|e| format!("Error validating the certificate: {e}"))?;
+    // After the handshake larder does the record layer itself
+    // (net::tls_record), with the traffic secrets rustls hands over.
+    config.enable_secret_extraction = true;
     if s.session_cache {
         config.session_storage = Arc::new(CountingCache { inner: ServerSessionMemoryCache::new(SESSION_CACHE_ENTRIES), counters: counters.clone() });
         // One ticket per connection is enough to resume once.
@@ -315,8 +320,15 @@ impl TlsContext {
         now.saturating_sub(self.last_refresh.load(Relaxed))
     }
 
-    /// A new server side of a connection; rustls's per-connection output
-    /// bound is `ssl_wbuf_size` (at least one full record).
+    /// A new server side of a client connection: rustls's unbuffered API,
+    /// for the handshake only (`net::tls`).
+    pub fn accept_unbuffered(&self) -> Result<rustls::server::UnbufferedServerConnection, rustls::Error> {
+        rustls::server::UnbufferedServerConnection::new(self.config())
+    }
+
+    /// A new server side of an admin (HTTPS) connection, rustls all the
+    /// way; its per-connection output bound is `ssl_wbuf_size` (at least
+    /// one full record).
     pub fn accept(&self) -> Result<rustls::ServerConnection, rustls::Error> {
         let mut conn = rustls::ServerConnection::new(self.config())?;
         conn.set_buffer_limit(Some(self.settings.wbuf_size.max(16 * 1024 + 512)));
