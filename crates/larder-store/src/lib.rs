@@ -139,6 +139,7 @@ mod shard;
 mod reporting;
 mod snapshot;
 mod ttl;
+mod valueref;
 mod written;
 
 pub use conditional::{ArithOutcome, DeleteOutcome};
@@ -147,6 +148,7 @@ pub use snapshot::{LoadReport, SaveReport, SnapshotClock, SnapshotError, FORMAT_
 pub use dump::{item_bytes, Charge, DepartedItem, Departure, Departures, DumpItem, Unreported};
 pub use reporting::Reporting;
 pub use large::{landing_room, Landing, PinSpill, Pinned};
+pub use valueref::ValueRef;
 use large::SegBuf;
 use evict::{EvictionPolicy, S3Fifo, Want, MAX_COPYING_EVICTIONS};
 use hash::KeyHasher;
@@ -303,8 +305,10 @@ impl Store {
         let max_open = (segments / nshards / 8).clamp(1, ttl::TTL_CLASSES);
         let shards = published
             .iter()
-            .map(|o| {
+            .enumerate()
+            .map(|(number, o)| {
                 let mut sh = Shard::new(INITIAL_BUCKETS, hasher.clone(), o.clone());
+                sh.number = number as u32;
                 sh.set_ghost(ghost_entries);
                 sh.max_open = max_open;
                 Padded(Mutex::new(sh))
@@ -1000,6 +1004,9 @@ pub struct Item<'a> {
     /// A large object holding the value, and where the value starts in it
     /// (see [`Item::pin`]).
     pub(crate) large: Option<(&'a SegBuf, usize)>,
+    /// Where the value lies, if in a regular segment (see
+    /// [`Item::value_ref`]).
+    pub(crate) at: Option<ValueRef>,
 }
 
 impl Item<'_> {

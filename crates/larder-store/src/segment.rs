@@ -176,6 +176,12 @@ impl SegTable {
         }
     }
 
+    /// The segment with id `id`, if there is one (ids come from outside:
+    /// a [`ValueRef`](crate::ValueRef) may outlive its segment).
+    pub fn find(&self, id: u32) -> Option<&Segment> {
+        self.slots.get(id as usize)?.as_ref()
+    }
+
     pub fn get(&self, id: u32) -> &Segment {
         self.slots[id as usize].as_ref().expect("dangling segment id")
     }

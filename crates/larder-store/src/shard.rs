@@ -133,6 +133,8 @@ pub(crate) struct Shard {
     write_mean: u64,
     /// Keys that died in the small queue (see [`Ghost`]).
     ghost: Ghost,
+    /// This shard's place in the store (for [`ValueRef`](crate::ValueRef)s).
+    pub number: u32,
 }
 
 /// Fixed-point fraction bits of `Shard::write_mean`.
@@ -158,6 +160,7 @@ impl Shard {
             hasher,
             published,
             last_replaced: 0,
+            number: 0,
             evict_rng: 0,
             write_mean: 0,
             ghost: Ghost::default(),
@@ -246,6 +249,13 @@ impl Shard {
             // A large object holds one item (at offset 0, or after padding when
             // it was received in place: `Landing`).
             large: seg.large.then(|| (&seg.buf, loc.off as usize + h.val_off())),
+            at: (!seg.large).then(|| crate::ValueRef {
+                shard: self.number,
+                seg: loc.seg,
+                gen: seg.gen,
+                off: loc.off + h.val_off() as u32,
+                len: h.vlen as u32,
+            }),
         }
     }
 
