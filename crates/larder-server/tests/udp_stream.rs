@@ -386,7 +386,7 @@ fn values_overwritten_or_evicted_mid_reply_never_send_other_bytes() {
     let mut rid = 0u16;
     while Instant::now() < deadline {
         rid = rid.wrapping_add(1);
-        let req = if rid % 2 == 0 { &once } else { &four };
+        let req = if rid.is_multiple_of(2) { &once } else { &four };
         let dgs = exchange(port, rid, req.as_bytes(), Duration::from_millis(100));
         let Some(first) = dgs.first() else {
             short += 1;
