@@ -124,7 +124,9 @@ impl UdpHandler {
         // Give a large reply's buffers back to the budget.
         self.out.clear();
         self.out.all_sent();
-        self.out.shrink();
+        if self.out.oversized() {
+            self.out.shrink();
+        }
     }
 
     fn send_datagrams(&mut self, request_id: [u8; 2], peer: SocketAddr, srv: &Server, ws: &WorkerStats) {

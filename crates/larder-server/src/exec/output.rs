@@ -210,10 +210,17 @@ impl Output {
     /// Give back to the resting size and return the whole charge.
     pub fn shrink(&mut self) {
         self.buf = Vec::with_capacity(self.rest);
-        if self.pins.is_empty() {
+        if self.pins.is_empty() && self.pins.capacity() > HELD_REST {
             self.pins = VecDeque::new();
         }
         self.settle_charge();
+    }
+
+    /// Whether the buffer or the held values' queue grew past its resting
+    /// size ([`shrink`](Self::shrink) would give memory back).
+    #[inline]
+    pub fn oversized(&self) -> bool {
+        self.buf.capacity() > self.rest || self.pins.capacity() > HELD_REST
     }
 
     /// The connection is closing: give everything back.
@@ -425,6 +432,10 @@ impl Output {
         std::mem::take(&mut self.refused)
     }
 }
+
+/// Held values' queue entries kept between replies (beyond it, a reply's
+/// queue is freed once sent).
+const HELD_REST: usize = 64;
 
 /// Room a value's reply needs besides the value: its header line or packet.
 pub const REPLY_HEAD: usize = 512;
