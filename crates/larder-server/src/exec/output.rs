@@ -112,8 +112,9 @@ pub struct Output {
     rest: usize,
     /// Bytes of capacity past `rest` charged to the budget.
     charged: usize,
-    /// Bytes of the held values' queue charged to the budget (one entry
-    /// per value: a UDP multi-get of many keys queues many references).
+    /// Bytes of the held values' queue past [`HELD_REST`] entries charged
+    /// to the budget (one entry per value: a UDP multi-get of many keys
+    /// queues many references).
     held_charged: usize,
     /// A value was refused for want of room since the last check.
     refused: bool,
@@ -199,7 +200,8 @@ impl Output {
             let now = self.buf.capacity().saturating_sub(self.rest);
             b.recharge(self.charged, now);
             self.charged = now;
-            let held = self.pins.capacity() * std::mem::size_of::<HeldAt>();
+            // Past its resting size, like the buffer.
+            let held = self.pins.capacity().saturating_sub(HELD_REST) * std::mem::size_of::<HeldAt>();
             if held != self.held_charged {
                 b.recharge(self.held_charged, held);
                 self.held_charged = held;
@@ -533,6 +535,32 @@ mod tests {
         assert_eq!(&wire[..2], b"H1");
         assert!(wire[2..].iter().all(|&b| b == b'x'));
         assert!(Output::new(64).pin_allowed_for_test().is_none(), "outputs without with_pins never pin");
+    }
+
+    #[test]
+    fn a_long_queue_of_references_is_charged_and_given_back() {
+        use larder_store::{Config, Lookup, Mode, Store};
+        let store = Store::new(Config::default()).unwrap();
+        store.store(Mode::Set, b"k", 0, 0, b"value", 1);
+        let budget = Arc::new(ConnBudget::new(1 << 20));
+        let mut out = Output::budgeted(64, budget.clone()).with_refs();
+        for _ in 0..HELD_REST {
+            let Lookup::Hit(Some(held)) = store.get(b"k", 1, |i| out.hold(i)) else { panic!() };
+            out.push_held(held);
+        }
+        out.settle_charge();
+        assert_eq!(budget.used(), 0, "a resting queue is not charged");
+        for _ in 0..1000 {
+            let Lookup::Hit(Some(held)) = store.get(b"k", 1, |i| out.hold(i)) else { panic!() };
+            out.push_held(held);
+        }
+        out.settle_charge();
+        assert!(budget.used() >= 1000 * std::mem::size_of::<HeldAt>(), "{}", budget.used());
+        out.clear();
+        assert!(out.oversized());
+        out.shrink();
+        assert_eq!(budget.used(), 0);
+        assert!(!out.oversized());
     }
 
     /// Reads `out`'s whole stream with `read_next`, `chunk` bytes at a time.
