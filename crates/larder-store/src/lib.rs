@@ -150,6 +150,7 @@ pub use reporting::Reporting;
 pub use large::{landing_room, Landing, PinSpill, Pinned};
 pub use valueref::ValueRef;
 use large::SegBuf;
+use segment::Segment;
 use evict::{EvictionPolicy, S3Fifo, Want, MAX_COPYING_EVICTIONS};
 use hash::KeyHasher;
 use index::{Index, Loc, MAX_SEGMENT_SIZE};
@@ -1001,12 +1002,11 @@ pub struct Item<'a> {
     pub cas: u64,
     /// 0 = never.
     pub exptime: Time,
-    /// A large object holding the value, and where the value starts in it
-    /// (see [`Item::pin`]).
-    pub(crate) large: Option<(&'a SegBuf, usize)>,
-    /// Where the value lies, if in a regular segment (see
-    /// [`Item::value_ref`]).
-    pub(crate) at: Option<ValueRef>,
+    /// The segment (or large object) holding the item, and its (shard,
+    /// segment id): what [`Item::pin`] and [`Item::value_ref`] need, worked
+    /// out only when they are called.
+    pub(crate) seg: &'a Segment,
+    pub(crate) place: (u32, u32),
 }
 
 impl Item<'_> {
@@ -1017,8 +1017,15 @@ impl Item<'_> {
     /// limit until the last pin drops. `None` for values in regular
     /// segments: copy those inside the callback.
     pub fn pin(&self) -> Option<Pinned> {
-        let (buf, start) = self.large?;
-        buf.pin(start)
+        if !self.seg.large {
+            return None;
+        }
+        self.seg.buf.pin(self.value_offset())
+    }
+
+    /// Where the value starts in its segment's buffer.
+    pub(crate) fn value_offset(&self) -> usize {
+        self.value.as_ptr() as usize - self.seg.buf.as_ptr() as usize
     }
 }
 

@@ -50,6 +50,13 @@ pub struct Segment {
     pub times: WriteTimes,
 }
 
+/// Its place, not its bytes (readers' `Item`s show it).
+impl std::fmt::Debug for Segment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Segment").field("gen", &self.gen).field("write_off", &self.write_off).field("large", &self.large).finish()
+    }
+}
+
 impl Segment {
     pub fn new(buf: impl Into<SegBuf>, gen: u64, large: bool) -> Segment {
         let buf = buf.into();

@@ -246,16 +246,8 @@ impl Shard {
             flags: h.flags,
             cas: h.cas.unwrap_or_else(|| self.cas(loc)),
             exptime: h.exptime,
-            // A large object holds one item (at offset 0, or after padding when
-            // it was received in place: `Landing`).
-            large: seg.large.then(|| (&seg.buf, loc.off as usize + h.val_off())),
-            at: (!seg.large).then(|| crate::ValueRef {
-                shard: self.number,
-                seg: loc.seg,
-                gen: seg.gen,
-                off: loc.off + h.val_off() as u32,
-                len: h.vlen as u32,
-            }),
+            seg,
+            place: (self.number, loc.seg),
         }
     }
 

@@ -64,7 +64,16 @@ impl Item<'_> {
     /// a large object (pin those: [`Item::pin`]).
     #[inline]
     pub fn value_ref(&self) -> Option<ValueRef> {
-        self.at
+        if self.seg.large {
+            return None;
+        }
+        Some(ValueRef {
+            shard: self.place.0,
+            seg: self.place.1,
+            gen: self.seg.gen,
+            off: self.value_offset() as u32,
+            len: self.value.len() as u32,
+        })
     }
 }
 
