@@ -277,7 +277,7 @@ fn a_hostile_udp_multi_get_does_not_copy_its_values() {
     let port = free_port();
     let port_s = port.to_string();
     let l = Larder::start(&["-m", "64", "-U", &port_s, "-t", "2"]);
-    // 600 × 100 KB = 60 MB: 43,117 datagrams, within the 16-bit count.
+    // 600 × 100 KB = 60 MB: 43,113 datagrams, within the 16-bit count.
     let copies = 600;
     let (growth, dgs) = hostile_multi_get(&l, port, copies);
     let reply = [value_reply("k", &self_checking("k", 1, 100_000)).repeat(copies), b"END\r\n".to_vec()].concat();
