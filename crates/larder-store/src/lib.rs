@@ -28,7 +28,9 @@
 //! out inside the `read` callback under the shard lock, so no segment can be
 //! recycled under them; a large object's value may instead be pinned
 //! ([`Item::pin`], [`large`](crate::large)) and outlive its place in the
-//! store, still counted.
+//! store, still counted. A value in a regular segment may instead be named
+//! by a [`ValueRef`] and copied out later, a piece at a time, as long as
+//! its segment keeps its generation ([`valueref`](crate::valueref)).
 //!
 //! # Item layout (bytes in a segment)
 //!
