@@ -170,3 +170,46 @@ fn warm_tls_requests_do_not_allocate() {
     assert!(pipelined <= 8, "{pipelined} allocations for 200 pipelined round trips (13,200 requests)");
     assert!(single <= 8, "{single} allocations for 200 single-request round trips");
 }
+
+/// Warm UDP multi-gets do not allocate either: their values are referenced
+/// in the output and copied from the store a datagram at a time, into
+/// buffers kept between requests.
+#[test]
+fn warm_udp_gets_do_not_allocate() {
+    let port = common::free_port();
+    let port_s = port.to_string();
+    let l = Larder::start(&["-t", "1", "-U", &port_s]);
+    let mut c = l.connect();
+    let mut keys = String::new();
+    for i in 0..10 {
+        let v = format!("{i}").repeat(3000);
+        c.expect(format!("set u{i} 0 0 3000\r\n{v}\r\n").as_bytes(), b"STORED\r\n");
+        keys.push_str(&format!(" u{i}"));
+    }
+    let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+    let mut req = vec![0, 1, 0, 0, 0, 1, 0, 0];
+    req.extend_from_slice(format!("get{keys} missing\r\n").as_bytes());
+    let mut buf = [0u8; 2048];
+    let mut rounds = |n: usize| {
+        for _ in 0..n {
+            sock.send_to(&req, ("127.0.0.1", port)).unwrap();
+            let (mut got, mut total, mut bytes) = (0, 1, 0);
+            while got < total {
+                let k = sock.recv(&mut buf).expect("the reply's datagrams");
+                total = u16::from_be_bytes([buf[4], buf[5]]) as usize;
+                got += 1;
+                bytes += k - 8;
+            }
+            assert_eq!(bytes, 10 * ("VALUE u0 0 3000\r\n".len() + 3002) + 5);
+        }
+    };
+    rounds(20);
+    let a = allocations(&mut c);
+    let b = allocations(&mut c);
+    let stats_cost = b - a;
+    rounds(500);
+    let after = allocations(&mut c);
+    let during = after - b - stats_cost;
+    assert!(during <= 8, "{during} allocations for 500 warm UDP multi-gets (stats costs {stats_cost})");
+}

@@ -28,7 +28,9 @@
 //! out inside the `read` callback under the shard lock, so no segment can be
 //! recycled under them; a large object's value may instead be pinned
 //! ([`Item::pin`], [`large`](crate::large)) and outlive its place in the
-//! store, still counted.
+//! store, still counted. A value in a regular segment may instead be named
+//! by a [`ValueRef`] and copied out later, a piece at a time, as long as
+//! its segment keeps its generation ([`valueref`](crate::valueref)).
 //!
 //! # Item layout (bytes in a segment)
 //!
@@ -139,6 +141,7 @@ mod shard;
 mod reporting;
 mod snapshot;
 mod ttl;
+mod valueref;
 mod written;
 
 pub use conditional::{ArithOutcome, DeleteOutcome};
@@ -147,7 +150,9 @@ pub use snapshot::{LoadReport, SaveReport, SnapshotClock, SnapshotError, FORMAT_
 pub use dump::{item_bytes, Charge, DepartedItem, Departure, Departures, DumpItem, Unreported};
 pub use reporting::Reporting;
 pub use large::{landing_room, Landing, PinSpill, Pinned};
+pub use valueref::ValueRef;
 use large::SegBuf;
+use segment::Segment;
 use evict::{EvictionPolicy, S3Fifo, Want, MAX_COPYING_EVICTIONS};
 use hash::KeyHasher;
 use index::{Index, Loc, MAX_SEGMENT_SIZE};
@@ -303,8 +308,10 @@ impl Store {
         let max_open = (segments / nshards / 8).clamp(1, ttl::TTL_CLASSES);
         let shards = published
             .iter()
-            .map(|o| {
+            .enumerate()
+            .map(|(number, o)| {
                 let mut sh = Shard::new(INITIAL_BUCKETS, hasher.clone(), o.clone());
+                sh.number = number as u32;
                 sh.set_ghost(ghost_entries);
                 sh.max_open = max_open;
                 Padded(Mutex::new(sh))
@@ -997,9 +1004,11 @@ pub struct Item<'a> {
     pub cas: u64,
     /// 0 = never.
     pub exptime: Time,
-    /// A large object holding the value, and where the value starts in it
-    /// (see [`Item::pin`]).
-    pub(crate) large: Option<(&'a SegBuf, usize)>,
+    /// The segment (or large object) holding the item, and its (shard,
+    /// segment id): what [`Item::pin`] and [`Item::value_ref`] need, worked
+    /// out only when they are called.
+    pub(crate) seg: &'a Segment,
+    pub(crate) place: (u32, u32),
 }
 
 impl Item<'_> {
@@ -1010,8 +1019,15 @@ impl Item<'_> {
     /// limit until the last pin drops. `None` for values in regular
     /// segments: copy those inside the callback.
     pub fn pin(&self) -> Option<Pinned> {
-        let (buf, start) = self.large?;
-        buf.pin(start)
+        if !self.seg.large {
+            return None;
+        }
+        self.seg.buf.pin(self.value_offset())
+    }
+
+    /// Where the value starts in its segment's buffer.
+    pub(crate) fn value_offset(&self) -> usize {
+        self.value.as_ptr() as usize - self.seg.buf.as_ptr() as usize
     }
 }
 

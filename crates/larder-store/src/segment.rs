@@ -50,6 +50,13 @@ pub struct Segment {
     pub times: WriteTimes,
 }
 
+/// Its place, not its bytes (readers' `Item`s show it).
+impl std::fmt::Debug for Segment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Segment").field("gen", &self.gen).field("write_off", &self.write_off).field("large", &self.large).finish()
+    }
+}
+
 impl Segment {
     pub fn new(buf: impl Into<SegBuf>, gen: u64, large: bool) -> Segment {
         let buf = buf.into();
@@ -174,6 +181,12 @@ impl SegTable {
             let slots = &self.slots;
             self.fifo.retain(|&(id, gen)| matches!(&slots[id as usize], Some(s) if s.gen == gen));
         }
+    }
+
+    /// The segment with id `id`, if there is one (ids come from outside:
+    /// a [`ValueRef`](crate::ValueRef) may outlive its segment).
+    pub fn find(&self, id: u32) -> Option<&Segment> {
+        self.slots.get(id as usize)?.as_ref()
     }
 
     pub fn get(&self, id: u32) -> &Segment {

@@ -133,6 +133,8 @@ pub(crate) struct Shard {
     write_mean: u64,
     /// Keys that died in the small queue (see [`Ghost`]).
     ghost: Ghost,
+    /// This shard's place in the store (for [`ValueRef`](crate::ValueRef)s).
+    pub number: u32,
 }
 
 /// Fixed-point fraction bits of `Shard::write_mean`.
@@ -158,6 +160,7 @@ impl Shard {
             hasher,
             published,
             last_replaced: 0,
+            number: 0,
             evict_rng: 0,
             write_mean: 0,
             ghost: Ghost::default(),
@@ -243,9 +246,8 @@ impl Shard {
             flags: h.flags,
             cas: h.cas.unwrap_or_else(|| self.cas(loc)),
             exptime: h.exptime,
-            // A large object holds one item (at offset 0, or after padding when
-            // it was received in place: `Landing`).
-            large: seg.large.then(|| (&seg.buf, loc.off as usize + h.val_off())),
+            seg,
+            place: (self.number, loc.seg),
         }
     }
 

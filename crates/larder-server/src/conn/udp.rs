@@ -6,8 +6,19 @@
 //! [`MAX_DATAGRAM`] bytes, each with the request id, its sequence number and
 //! the total count. Requests spanning several datagrams are dropped, as
 //! memcached drops them.
+//!
+//! The reply is built datagram by datagram. Producing it
+//! ([`Output::with_refs`]) leaves its values in the store: the output holds
+//! the reply lines and, per value, a reference (or a pin, for a large
+//! object), which is enough to know the total length the frame header
+//! needs. Each datagram then copies its share of the values from the store
+//! ([`Output::read_next`]). A value whose segment was reused meanwhile
+//! (evicted, compacted) stops the reply there: the client sees datagrams
+//! missing, as when the network drops them, never other bytes; counted in
+//! `stats larder` as `larder_udp_replies_cut`. So a reply holds its lines,
+//! one entry per value and one datagram, whatever its values add up to.
 
-use crate::exec::output::Output;
+use crate::exec::output::{Output, ReadPos};
 use crate::exec::Ctx;
 use crate::wire::binary::{self as binwire, BinStep};
 use crate::wire::text::{execute, triage, Step};
@@ -23,6 +34,8 @@ use std::net::SocketAddr;
 const HEADER: usize = 8;
 /// memcached's UDP_MAX_PAYLOAD_SIZE: a datagram including its header.
 const MAX_DATAGRAM: usize = 1400;
+/// Reply bytes per datagram (memcached's UDP_DATA_SIZE).
+const CHUNK: usize = MAX_DATAGRAM - HEADER;
 
 pub struct UdpHandler {
     socket: UdpSocket,
@@ -33,13 +46,13 @@ pub struct UdpHandler {
 
 impl UdpHandler {
     /// Replies are charged to the connection `budget` like a TCP
-    /// connection's output: a multi-get naming more value bytes than it
-    /// has room for ends with memcached's out-of-memory reply.
+    /// connection's output: their lines and value references (values
+    /// themselves are read from the store a datagram at a time).
     pub fn new(socket: UdpSocket, budget: std::sync::Arc<crate::state::budget::ConnBudget>) -> UdpHandler {
         UdpHandler {
             socket,
             rbuf: vec![0; 65536],
-            out: Output::budgeted(16384, budget),
+            out: Output::budgeted(16384, budget).with_refs(),
             datagram: Vec::with_capacity(MAX_DATAGRAM),
         }
     }
@@ -100,36 +113,49 @@ impl UdpHandler {
                     Step::Wait(_) | Step::Close => break,
                 }
             }
-            self.send_reply(request_id, peer, ws);
+            self.send_reply(request_id, peer, srv, ws);
         }
     }
 
-    fn send_reply(&mut self, request_id: [u8; 2], peer: SocketAddr, ws: &WorkerStats) {
-        self.send_datagrams(request_id, peer, ws);
-        // Give a large reply's buffer back to the budget.
+    fn send_reply(&mut self, request_id: [u8; 2], peer: SocketAddr, srv: &Server, ws: &WorkerStats) {
+        // The references' queue may have grown: charge it while it is held.
+        self.out.settle_charge();
+        self.send_datagrams(request_id, peer, srv, ws);
+        // Give a large reply's buffers back to the budget.
         self.out.clear();
         self.out.all_sent();
-        if self.out.capacity() > 16384 {
+        if self.out.oversized() {
             self.out.shrink();
         }
     }
 
-    fn send_datagrams(&mut self, request_id: [u8; 2], peer: SocketAddr, ws: &WorkerStats) {
-        if self.out.is_empty() {
+    fn send_datagrams(&mut self, request_id: [u8; 2], peer: SocketAddr, srv: &Server, ws: &WorkerStats) {
+        let len = self.out.stream_len();
+        if len == 0 {
             return;
         }
-        let chunk = MAX_DATAGRAM - HEADER;
-        let count = self.out.len().div_ceil(chunk);
+        let count = len.div_ceil(CHUNK);
         if count > u16::MAX as usize {
+            // The header cannot say how many datagrams follow: memcached
+            // says 65,535 and lets the sequence number wrap, which no client
+            // can put back together. Nothing is sent (see README, UDP).
+            bump(&ws.udp_replies_cut, 1);
             return;
         }
-        for (seq, part) in self.out.chunks(chunk).enumerate() {
+        let mut pos = ReadPos::default();
+        for seq in 0..count {
             self.datagram.clear();
             self.datagram.extend_from_slice(&request_id);
             self.datagram.extend_from_slice(&(seq as u16).to_be_bytes());
             self.datagram.extend_from_slice(&(count as u16).to_be_bytes());
             self.datagram.extend_from_slice(&[0, 0]);
-            self.datagram.extend_from_slice(part);
+            if self.out.read_next(&mut pos, &mut self.datagram, CHUNK, &srv.store).is_err() {
+                // A value's segment was reused since the reply was made:
+                // the rest of it is not sent (the client sees datagrams
+                // missing), rather than other bytes.
+                bump(&ws.udp_replies_cut, 1);
+                return;
+            }
             // UDP is best effort: a full socket buffer drops the datagram.
             if let Ok(n) = self.socket.send_to(&self.datagram, peer) {
                 bump(&ws.bytes_written, n as u64);

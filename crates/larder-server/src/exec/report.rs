@@ -386,6 +386,11 @@ fn larder(srv: &Server, s: &mut Snapshot) {
     }
     s.u64("larder_conn_budget_bytes", srv.budget.limit() as u64);
     s.u64("larder_conn_budget_used", srv.budget.used() as u64);
+    if srv.settings.udp_port != 0 {
+        // UDP replies stopped short: a value went away while being sent,
+        // or more than 65,535 datagrams were needed (conn/udp.rs).
+        s.u64("larder_udp_replies_cut", t.udp_replies_cut);
+    }
     if srv.settings.grace.enabled() {
         s.u64("larder_grace_hits", t.grace_hits);
         s.u64("larder_grace_wins", t.grace_wins);

@@ -52,7 +52,7 @@ counters!(
     delete_misses, delete_hits, incr_misses, incr_hits, decr_misses, decr_hits, cas_misses,
     cas_hits, cas_badval, touch_hits, touch_misses, store_too_large, store_no_memory,
     bytes_read, bytes_written, conn_yields, idle_kicks, grace_hits, grace_wins,
-    grace_winner_timeouts, auth_cmds, auth_errors,
+    grace_winner_timeouts, auth_cmds, auth_errors, udp_replies_cut,
 );
 
 /// Add `n` to a counter owned by the calling worker.

@@ -58,11 +58,11 @@ pub fn execute(cx: &mut Ctx<'_>, req: BinRequest<'_>, out: &mut Output) -> After
                 _ => None,
             };
             let read = exec::read::read(cx, req.key, touch, |item, cas| {
-                if let Some(pin) = out.pin(item) {
-                    // A large object: the value goes out from the store.
+                if let Some(held) = out.hold(item) {
+                    // Held (pinned or referenced): the value goes out from the store.
                     if out.reserve(REPLY_HEAD) {
                         binary::get_hit_header(out, op, req.opaque, cas, item.flags, req.key, item.value.len());
-                        out.push_pinned(pin);
+                        out.push_held(held);
                     }
                 } else if out.reserve(item.value.len() + REPLY_HEAD) {
                     binary::get_hit(out, op, req.opaque, cas, item.flags, req.key, item.value);

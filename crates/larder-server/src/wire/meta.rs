@@ -53,10 +53,10 @@ fn get(cx: &mut Ctx<'_>, req: &MetaRequest<'_>, out: &mut Output) {
             stale: m.stale,
             won: m.won,
         };
-        if let Some(pin) = out.pin(&m.item) {
-            // A large object: the value goes out from the store.
+        if let Some(held) = out.hold(&m.item) {
+            // Held (pinned or referenced): the value goes out from the store.
             if out.reserve(REPLY_HEAD) && meta::mg_hit_head(out, req, &item) {
-                out.push_pinned(pin);
+                out.push_held(held);
                 out.extend_from_slice(b"\r\n");
             }
         } else if out.reserve(m.item.value.len() + REPLY_HEAD) {

@@ -188,11 +188,11 @@ fn get_many(
 /// One key of a get/gets/gat/gats: the value line on a hit, nothing on a miss.
 fn get_one(cx: &mut Ctx<'_>, key: &[u8], cas: bool, touch: Option<larder_store::Time>, out: &mut Output) -> exec::read::Read {
     exec::read::read(cx, key, touch, |item, visible_cas| {
-        if let Some(pin) = out.pin(item) {
-            // A large object: the value goes out from the store, not copied.
+        if let Some(held) = out.hold(item) {
+            // Held (pinned or referenced): the value goes out from the store, not copied.
             if out.reserve(REPLY_HEAD) {
                 reply::value_head(out, key, item.flags, item.value.len(), cas.then_some(visible_cas));
-                out.push_pinned(pin);
+                out.push_held(held);
                 out.extend_from_slice(b"\r\n");
             }
         } else if out.reserve(item.value.len() + REPLY_HEAD) {
