@@ -264,17 +264,23 @@ fn many_connections_with_contexts() {
     // The allocator keeps some of what the first rounds freed (Cyrus's
     // allocations land between the session buffers), so RSS settles after
     // a few rounds rather than returning to the start: measured, 18 MiB
-    // after the first round, 26-28 MiB from the fourth on. A context not
-    // disposed (several KiB each) would add megabytes per round of 500.
+    // after the first round, 26-28 MiB from the fourth on, and now and then
+    // one more step of 3-4 MiB later (3 of 10 runs at 1ac3f51 crossed a
+    // single 3 MiB window). A context not disposed (several KiB each) adds
+    // megabytes per round of 500 in every window, so the test fails only
+    // if two windows of 2000 connections in a row both grow.
     for _ in 0..4 {
         round(500);
     }
-    let settled = srv.rss_kib();
-    for _ in 0..4 {
-        round(500);
+    let mut rss = vec![srv.rss_kib()];
+    for _ in 0..2 {
+        for _ in 0..4 {
+            round(500);
+        }
+        rss.push(srv.rss_kib());
     }
-    let later = srv.rss_kib();
-    assert!(later < settled + 3 * 1024, "contexts leak: {settled} -> {later} KiB after 2000 more connections");
+    let growth = rss.windows(2).map(|w| w[1].saturating_sub(w[0])).min().unwrap();
+    assert!(growth < 3 * 1024, "contexts leak: RSS {rss:?} KiB, each 2000 more connections");
     let mut c = srv.connect();
     assert_eq!(c.plain(PASSWORD).status, 0);
 }
