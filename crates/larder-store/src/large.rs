@@ -82,7 +82,10 @@ unsafe impl Sync for LargeObject {}
 impl LargeObject {
     /// `n` zeroed bytes, already reserved in `used` by the caller.
     fn new(n: usize, used: Arc<AtomicUsize>) -> LargeObject {
-        let zeroed: Box<[u8]> = crate::bigbuf::zeroed(n);
+        // Zeroed by the allocator: a buffer this big is fresh pages from
+        // mmap, so there is no memset pass. No huge-page advice either:
+        // BENCHMARKS.md ("Large values", huge pages withdrawn) has why.
+        let zeroed: Box<[u8]> = vec![0u8; n].into_boxed_slice();
         // SAFETY: `UnsafeCell<u8>` is `repr(transparent)` over `u8`, so the
         // allocation has the same layout either way; ownership moves whole.
         let bytes = unsafe { Box::from_raw(Box::into_raw(zeroed) as *mut [UnsafeCell<u8>]) };

@@ -115,13 +115,10 @@
 //! flushed; a segment whose last live item is deleted or replaced is freed
 //! at once.
 
-// Only `large` (shareable large objects) and `bigbuf` (huge-page advice)
-// need `unsafe`; each says why.
+// Only `large` (shareable large objects) needs `unsafe`; it says why.
 #![deny(unsafe_code)]
 
 mod arith;
-#[allow(unsafe_code)]
-pub mod bigbuf;
 mod conditional;
 mod crc32c;
 mod dump;

@@ -49,6 +49,7 @@
 
 use crate::exec::output::Output;
 use crate::state::budget::ConnBudget;
+use crate::state::shelf::BufKind;
 use crate::exec::sasl::ConnAuth;
 use crate::exec::{After, Ctx, Parking};
 use crate::wire::auth::{self, AuthStep, Outcome};
@@ -82,6 +83,14 @@ const SHRINK_ABOVE: usize = BUF_SIZE;
 pub const WRITE_HIGH_WATER: usize = 64 * 1024;
 /// Bytes read per wake-up before yielding to other connections.
 const READ_BUDGET: usize = 1024 * 1024;
+/// Most bytes asked of one read. A large value arrives in many reads of
+/// this size rather than a few that take all the socket holds: a read of
+/// megabytes keeps the socket locked while it copies, the kernel answers
+/// the sender from another CPU meanwhile, and on loopback its segments then
+/// arrive out of order and are sent twice (`nstat`: TcpExtTCPOFOQueue,
+/// TcpRetransSegs). 128 MiB sets took 1.15x memcached's time that way;
+/// BENCHMARKS.md ("Large values") has the figures.
+const READ_MAX: usize = 64 * 1024;
 
 /// The protocol a connection speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -338,7 +347,7 @@ impl Session {
             return true;
         }
         self.info.set_state(ConnState::Nread);
-        self.reserve_for(total);
+        self.reserve_for(total, budget);
         false
     }
 
@@ -485,7 +494,7 @@ impl Session {
                 if !self.flush(ws) {
                     return Status::Close;
                 }
-                self.settle();
+                self.settle(budget);
                 return Status::Idle;
             }
             let offered = self.read_room();
@@ -506,7 +515,7 @@ impl Session {
                     if !self.flush(ws) {
                         return Status::Close;
                     }
-                    self.settle();
+                    self.settle(budget);
                     return Status::Idle;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -530,16 +539,16 @@ impl Session {
 
     /// Make the read buffer able to hold `total` bytes of one request.
     ///
-    /// A bigger buffer is allocated at its exact size and zeroed by the
-    /// allocator (fresh pages, no memset pass over a 128 MiB value, huge
-    /// pages where the kernel offers them: `larder_store::bigbuf`), and only
-    /// the unprocessed bytes move into it — not a `resize`, which would copy
-    /// and then memset.
-    fn reserve_for(&mut self, total: usize) {
+    /// A bigger buffer comes from the shelf of grown buffers when it has
+    /// one (`state::shelf`), else is allocated at its exact size and zeroed
+    /// by the allocator (fresh pages, no memset pass), and only the
+    /// unprocessed bytes move into it — not a `resize`, which would copy and
+    /// then memset.
+    fn reserve_for(&mut self, total: usize, budget: &ConnBudget) {
         self.need = total;
         if self.rstart + total > self.rbuf.len() {
             if total > self.rbuf.len() {
-                let mut grown = larder_store::bigbuf::zeroed(total).into_vec();
+                let mut grown = budget.unshelve(BufKind::Read, total).unwrap_or_else(|| vec![0u8; total]);
                 grown[..self.rend - self.rstart].copy_from_slice(&self.rbuf[self.rstart..self.rend]);
                 self.rbuf = grown;
                 self.rend -= self.rstart;
@@ -554,22 +563,25 @@ impl Session {
     /// makes room): a read that returns fewer drained it.
     fn read_room(&mut self) -> usize {
         if let Some(landing) = self.landing.as_mut().filter(|l| !l.is_complete()) {
-            return landing.unfilled().len();
+            return landing.unfilled().len().min(READ_MAX);
         }
         self.prepare_fill();
-        self.rbuf.len() - self.rend
+        (self.rbuf.len() - self.rend).min(READ_MAX)
     }
 
     /// Read once into free space (the rest of a value being received into
     /// the store's buffer, or the read buffer), making room first.
     fn fill(&mut self) -> io::Result<usize> {
         if let Some(landing) = self.landing.as_mut().filter(|l| !l.is_complete()) {
-            let n = self.stream.read(landing.unfilled())?;
+            let room = landing.unfilled();
+            let cap = room.len().min(READ_MAX);
+            let n = self.stream.read(&mut room[..cap])?;
             landing.advance(n);
             return Ok(n);
         }
         self.prepare_fill();
-        let n = self.stream.read(&mut self.rbuf[self.rend..])?;
+        let end = self.rbuf.len().min(self.rend + READ_MAX);
+        let n = self.stream.read(&mut self.rbuf[self.rend..end])?;
         self.rend += n;
         Ok(n)
     }
@@ -899,12 +911,12 @@ impl Session {
     }
 
     /// Between wake-ups: give back memory a large request needed.
-    fn settle(&mut self) {
+    fn settle(&mut self, budget: &ConnBudget) {
         if self.rstart == self.rend {
             self.rstart = 0;
             self.rend = 0;
             if self.rbuf.len() > SHRINK_ABOVE {
-                self.rbuf = vec![0; BUF_SIZE];
+                budget.shelve(BufKind::Read, std::mem::replace(&mut self.rbuf, vec![0; BUF_SIZE]));
             }
         }
         if self.out.is_empty() && self.out.capacity() > SHRINK_ABOVE {

@@ -38,6 +38,7 @@
 //! which transport they produce for.
 
 use crate::state::budget::ConnBudget;
+use crate::state::shelf::BufKind;
 use larder_store::{Item, Pinned, Store, ValueRef};
 use std::collections::VecDeque;
 use std::io::IoSlice;
@@ -218,7 +219,13 @@ impl Output {
 
     /// Give back to the resting size and return the whole charge.
     pub fn shrink(&mut self) {
-        self.buf = Vec::with_capacity(self.rest);
+        let grown = std::mem::replace(&mut self.buf, Vec::with_capacity(self.rest));
+        if let (Some(b), true) = (&self.budget, grown.capacity() > self.rest) {
+            // Uncharged first: the shelf charges it anew if it keeps it.
+            b.recharge(self.charged, 0);
+            self.charged = 0;
+            b.shelve(BufKind::Write, grown);
+        }
         if self.pins.is_empty() && self.pins.capacity() > HELD_REST {
             self.pins = VecDeque::new();
         }
@@ -409,7 +416,13 @@ impl Output {
             return false;
         }
         self.charged += want;
-        self.buf.reserve_exact(n);
+        match b.unshelve(BufKind::Write, self.buf.len() + n) {
+            Some(mut kept) => {
+                kept.extend_from_slice(&self.buf);
+                self.buf = kept;
+            }
+            None => self.buf.reserve_exact(n),
+        }
         self.settle_charge();
         true
     }

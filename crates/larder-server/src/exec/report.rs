@@ -250,8 +250,9 @@ fn general(srv: &Server, s: &mut Snapshot) {
     s.u64("connection_structures", c.connection_structures.load(Relaxed));
     // memcached's connection-buffer figures, for larder's buffers: output
     // buffers are its "response objects", input buffers its read buffers
-    // (one per connection; none kept free for reuse).
+    // (one per connection, and grown ones kept for reuse: `state::shelf`).
     let (read_bytes, write_bytes) = srv.budget.buffer_bytes();
+    let read_free = srv.budget.shelved_bytes().0 as u64;
     let (read_bytes, write_bytes) = (read_bytes as u64, write_bytes as u64);
     let read_oom = srv.budget.read_oom.load(Relaxed);
     let write_oom = srv.budget.write_oom.load(Relaxed);
@@ -260,7 +261,7 @@ fn general(srv: &Server, s: &mut Snapshot) {
     s.u64("response_obj_bytes", write_bytes);
     s.u64("read_buf_count", c.curr_connections.load(Relaxed));
     s.u64("read_buf_bytes", read_bytes);
-    s.u64("read_buf_bytes_free", 0);
+    s.u64("read_buf_bytes_free", read_free);
     s.u64("read_buf_oom", read_oom);
     s.u64("reserved_fds", srv.reserved_fds() as u64);
     s.u64("cmd_get", t.cmd_get);
@@ -386,6 +387,9 @@ fn larder(srv: &Server, s: &mut Snapshot) {
     }
     s.u64("larder_conn_budget_bytes", srv.budget.limit() as u64);
     s.u64("larder_conn_budget_used", srv.budget.used() as u64);
+    // Output buffers kept for reuse (`state::shelf`); the input ones are
+    // memcached's `read_buf_bytes_free`.
+    s.u64("larder_write_buf_bytes_free", srv.budget.shelved_bytes().1 as u64);
     if srv.settings.udp_port != 0 {
         // UDP replies stopped short: a value went away while being sent,
         // or more than 65,535 datagrams were needed (conn/udp.rs).

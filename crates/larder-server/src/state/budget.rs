@@ -13,8 +13,10 @@
 //! refused with memcached's out-of-memory replies and counted
 //! (`read_buf_oom`, `response_obj_oom`). So the process holds at most
 //! `-m` + connections × 2 × `BUF_SIZE` + this budget, whatever clients send
-//! or fail to read.
+//! or fail to read. Grown buffers kept for reuse (`state::shelf`) are
+//! charged here too, and given up before anything is refused.
 
+use crate::state::shelf::{size_of_kind, BufKind, SharedShelf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 pub struct ConnBudget {
@@ -32,6 +34,11 @@ pub struct ConnBudget {
     write_bytes: AtomicUsize,
     pub read_oom: AtomicU64,
     pub write_oom: AtomicU64,
+    /// Grown buffers kept for the next connection that grows.
+    shelf: SharedShelf,
+    /// Bytes on the shelf, input and output (also in `used`).
+    shelved_read: AtomicUsize,
+    shelved_write: AtomicUsize,
 }
 
 impl ConnBudget {
@@ -44,6 +51,9 @@ impl ConnBudget {
             write_bytes: AtomicUsize::new(0),
             read_oom: AtomicU64::new(0),
             write_oom: AtomicU64::new(0),
+            shelf: SharedShelf::default(),
+            shelved_read: AtomicUsize::new(0),
+            shelved_write: AtomicUsize::new(0),
         }
     }
 
@@ -61,10 +71,17 @@ impl ConnBudget {
         self.limit
     }
 
+    /// Take `n` bytes if they fit, freeing the shelf's buffers first if
+    /// that makes them fit (a kept buffer never costs a refusal).
+    #[inline]
+    pub fn try_take(&self, n: usize) -> bool {
+        self.take_within(n) || (self.empty_shelf() && self.take_within(n))
+    }
+
     /// Take `n` bytes if they fit (atomically: two workers cannot both
     /// take the last of it).
     #[inline]
-    pub fn try_take(&self, n: usize) -> bool {
+    fn take_within(&self, n: usize) -> bool {
         let mut cur = self.used.load(Relaxed);
         loop {
             if cur + n > self.limit {
@@ -92,9 +109,69 @@ impl ConnBudget {
         move_by(&self.write_bytes, old_bufs.1, new_bufs.1);
     }
 
-    /// (input buffer bytes, output buffer bytes) held by the worker's sessions.
+    /// (input buffer bytes, output buffer bytes) held by the sessions and
+    /// the shelf.
     pub fn buffer_bytes(&self) -> (usize, usize) {
-        (self.read_bytes.load(Relaxed), self.write_bytes.load(Relaxed))
+        let (read, write) = self.shelved_bytes();
+        (self.read_bytes.load(Relaxed) + read, self.write_bytes.load(Relaxed) + write)
+    }
+
+    /// (input, output) buffer bytes kept on the shelf for reuse.
+    pub fn shelved_bytes(&self) -> (usize, usize) {
+        (self.shelved_read.load(Relaxed), self.shelved_write.load(Relaxed))
+    }
+
+    fn shelved(&self, kind: BufKind) -> &AtomicUsize {
+        match kind {
+            BufKind::Read => &self.shelved_read,
+            BufKind::Write => &self.shelved_write,
+        }
+    }
+
+    /// A connection's grown buffer, no longer needed: kept for the next
+    /// one that grows if the shelf has a slot for it and the budget room,
+    /// freed otherwise.
+    pub fn shelve(&self, kind: BufKind, buf: Vec<u8>) {
+        let bytes = size_of_kind(kind, &buf);
+        let mut shelf = self.shelf.lock().unwrap_or_else(|e| e.into_inner());
+        if shelf.has_room(kind, bytes) && self.take_within(bytes) {
+            shelf.put(kind, buf);
+            self.shelved(kind).fetch_add(bytes, Relaxed);
+        }
+    }
+
+    /// A kept buffer of at least `min` bytes, its charge given back (the
+    /// session charges what it holds).
+    pub fn unshelve(&self, kind: BufKind, min: usize) -> Option<Vec<u8>> {
+        if self.shelved(kind).load(Relaxed) < min {
+            return None;
+        }
+        // The counters change only under the lock, so they always match
+        // what the shelf holds.
+        let mut shelf = self.shelf.lock().unwrap_or_else(|e| e.into_inner());
+        let buf = shelf.take(kind, min)?;
+        let bytes = size_of_kind(kind, &buf);
+        self.shelved(kind).fetch_sub(bytes, Relaxed);
+        move_by(&self.used, bytes, 0);
+        drop(shelf);
+        Some(buf)
+    }
+
+    /// Free everything on the shelf; true if there was anything.
+    fn empty_shelf(&self) -> bool {
+        if self.shelved_read.load(Relaxed) + self.shelved_write.load(Relaxed) == 0 {
+            return false;
+        }
+        let mut shelf = self.shelf.lock().unwrap_or_else(|e| e.into_inner());
+        let freed = shelf.drain();
+        for kind in [BufKind::Read, BufKind::Write] {
+            let bytes = self.shelved(kind).swap(0, Relaxed);
+            move_by(&self.used, bytes, 0);
+        }
+        drop(shelf);
+        // Freed outside the lock: returning megabytes to the system is slow.
+        drop(freed);
+        true
     }
 
     #[inline]
@@ -149,6 +226,29 @@ mod tests {
         assert_eq!(b.buffer_bytes(), (16, 0));
         b.recharge(100, 0);
         assert_eq!(b.used(), 0);
+    }
+
+    #[test]
+    fn the_shelf_is_charged_and_gives_way_before_a_refusal() {
+        let b = ConnBudget::new(1_000_000);
+        b.shelve(BufKind::Read, vec![0; 300_000]);
+        b.shelve(BufKind::Write, Vec::with_capacity(200_000));
+        assert_eq!(b.used(), 500_000);
+        assert_eq!(b.shelved_bytes(), (300_000, 200_000));
+        assert_eq!(b.buffer_bytes(), (300_000, 200_000));
+        // Too small for what is asked: stays.
+        assert!(b.unshelve(BufKind::Read, 400_000).is_none());
+        let r = b.unshelve(BufKind::Read, 100_000).unwrap();
+        assert_eq!(r.len(), 300_000);
+        assert_eq!((b.used(), b.shelved_bytes()), (200_000, (0, 200_000)));
+        // A buffer the budget has no room for is not kept.
+        assert!(b.try_take(700_000));
+        b.shelve(BufKind::Read, r);
+        assert_eq!((b.used(), b.shelved_bytes()), (900_000, (0, 200_000)));
+        // Taking what only fits without the shelf empties it.
+        assert!(b.try_take(250_000));
+        assert_eq!((b.used(), b.shelved_bytes()), (950_000, (0, 0)));
+        assert!(!b.try_take(100_000), "nothing left to give way");
     }
 
     #[test]

@@ -18,5 +18,6 @@ pub mod keyhash;
 pub mod persist;
 pub mod sasl;
 pub mod server;
+pub mod shelf;
 pub mod stats;
 pub mod tls;
