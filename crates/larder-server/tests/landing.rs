@@ -243,3 +243,29 @@ fn a_big_value_set_again_is_received_into_the_freed_buffer_and_reads_back_new() 
     get(&mut c, "big", &value(len, 4));
     assert_eq!(c.stat("larder_conn_budget_used"), 0);
 }
+
+/// A value of exactly a segment's size (64 KiB at `-m 64`, where segments
+/// are 64 KiB) makes a large object once its item header is added, so it
+/// is received in place like longer ones and reuses the freed buffer:
+/// before, it went through the connection's buffer and each `set` of it
+/// allocated a fresh large object (an mmap and a munmap per request).
+#[test]
+fn a_value_of_exactly_a_segment_is_received_in_place() {
+    let l = Larder::start(&["-m", "64"]);
+    let mut c = l.connect();
+    let len = 64 * 1024;
+    for round in 0..4u8 {
+        let v = value(len, round);
+        send_in_pieces(&mut c, format!("set seg 0 0 {len}\r\n").as_bytes(), &v, b"\r\n");
+        assert_eq!(c.line(), "STORED\r\n");
+        c.send(b"get seg\r\n");
+        assert_eq!(c.line(), format!("VALUE seg 0 {len}\r\n"));
+        assert!(c.exact(len) == v, "round {round}: the newest value");
+        assert_eq!(c.line(), "\r\n");
+        assert_eq!(c.line(), "END\r\n");
+        if round > 0 {
+            let spare = c.stat("larder_large_spare_bytes") as usize;
+            assert!((len..len + 4096).contains(&spare), "round {round}: {spare} bytes kept");
+        }
+    }
+}

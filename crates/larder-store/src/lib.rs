@@ -667,10 +667,14 @@ impl Store {
         self.pool.set_spill(spill);
     }
 
-    /// Whether a value of `value_len` bytes always makes a large object,
-    /// so that receiving it into a [`Landing`] saves a copy.
-    pub fn lands(&self, value_len: usize) -> bool {
-        value_len > self.segment_size
+    /// Whether a value of `value_len` bytes under a key of `key_len` bytes
+    /// (as sent) makes a large object, so that receiving it into a
+    /// [`Landing`] saves a copy: its item, in the smallest form it can take,
+    /// does not fit in a segment. (A value of exactly a segment's size, a
+    /// popular power of two, is such a value; before, only longer ones
+    /// landed, and each such `set` allocated a fresh buffer.)
+    pub fn lands(&self, key_len: usize, value_len: usize) -> bool {
+        item::item_len(key_len, value_len, 0) > self.segment_size
     }
 
     /// A [`Landing`] for a `value_len`-byte value under a key of `key_len`

@@ -358,7 +358,7 @@ impl Session {
     fn land(&mut self, srv: &Server, total: usize, binary_request: bool) -> Landed {
         let buf = &self.rbuf[self.rstart..self.rend];
         let shape = if binary_request { binary::waiting_shape(buf, total) } else { larder_proto::text::waiting_shape(buf, total) };
-        let Some(shape) = shape.filter(|s| srv.store.lands(s.value)) else { return Landed::No };
+        let Some(shape) = shape.filter(|s| srv.store.lands(s.key_len, s.value)) else { return Landed::No };
         let Some(mut landing) = srv.store.landing(shape.key_len, shape.value) else { return Landed::NoRoom };
         let vstart = self.rstart + shape.head;
         let have = (self.rend - vstart).min(shape.value);
