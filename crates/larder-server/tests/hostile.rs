@@ -212,6 +212,46 @@ fn medium_values_reuse_grown_buffers() {
     assert!(c.stat("larder_write_buf_bytes_free") >= LEN as u64);
 }
 
+/// Eight clients on two workers set and read values of many sizes that
+/// pass through grown buffers, at once: every value reads back as written
+/// (a buffer taken from the shelf holds old bytes past what is received),
+/// and once they are done the budget holds exactly the shelf's buffers,
+/// at most 4 of each kind (a race in the shelf's accounting would leave it
+/// off, or refuse values as out of memory).
+#[test]
+fn many_clients_share_the_shelf_without_mixing_bytes_or_leaking_budget() {
+    let l = Larder::start(&["-m", "1024", "-t", "2"]);
+    let port = l.port;
+    let threads: Vec<_> = (0..8u64)
+        .map(|t| {
+            std::thread::spawn(move || {
+                let mut c = Client::connect(port);
+                let mut rng = t * 7919 + 17;
+                for round in 0..60u64 {
+                    rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    let len = 20_000 + (rng >> 33) as usize % 1_000_000;
+                    let byte = b'a' + ((t + round) % 26) as u8;
+                    let key = format!("shelf{t}");
+                    set_value(&mut c, &key, len, byte);
+                    c.send(format!("get {key}\r\n").as_bytes());
+                    assert_eq!(c.line(), format!("VALUE {key} 0 {len}\r\n"));
+                    let got = c.exact(len + 2);
+                    assert!(got[..len].iter().all(|&b| b == byte), "client {t} round {round}: other bytes in a {len}-byte value");
+                    assert_eq!(c.line(), "END\r\n");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let mut c = l.connect();
+    let kept = |c: &mut Client| c.stat("read_buf_bytes_free") + c.stat("larder_write_buf_bytes_free");
+    assert!(eventually(|| c.stat("larder_conn_budget_used") == kept(&mut c)), "budget used {} with {} kept", c.stat("larder_conn_budget_used"), kept(&mut c));
+    assert!(kept(&mut c) <= 8 * 2 * MIB, "{} bytes kept", kept(&mut c));
+    assert_eq!(c.stat("read_buf_oom") + c.stat("response_obj_oom"), 0);
+}
+
 #[test]
 fn stalled_partial_values_stay_within_the_budget() {
     let l = Larder::start(&["-m", "64", "-t", "2"]);

@@ -364,10 +364,15 @@ impl Landing {
                 // A fresh buffer is needed, so the kept one is not for
                 // this client's sizes (or the budget is short): it goes
                 // rather than sit in `-m` beside the new one.
-                if let Some(bytes) = kept {
-                    spare.keep(bytes);
+                match kept {
+                    // Taken from the spare but the budget is short: freed.
+                    Some(bytes) => {
+                        used.fetch_sub(bytes.len(), Relaxed);
+                    }
+                    None => {
+                        spare.release();
+                    }
                 }
-                spare.release();
                 if !spill.try_take(n) {
                     return None;
                 }

@@ -126,9 +126,9 @@ pub struct Output {
     resp_unsent: usize,
     pub resp_limit: usize,
     /// Held values between the buffer's bytes, in stream order.
-    pins: VecDeque<HeldAt>,
+    held: VecDeque<HeldAt>,
     /// Their bytes not written yet.
-    pinned_unsent: usize,
+    held_unsent: usize,
     /// What the writer knows how to send besides the buffer.
     holding: Holding,
 }
@@ -149,7 +149,7 @@ impl DerefMut for Output {
 impl Output {
     /// Output whose growth is not budgeted.
     pub fn new(capacity: usize) -> Output {
-        Output { buf: Vec::with_capacity(capacity), pause_at: usize::MAX, budget: None, rest: capacity, charged: 0, held_charged: 0, refused: false, refusals: 0, resp_unsent: 0, resp_limit: usize::MAX, pins: VecDeque::new(), pinned_unsent: 0, holding: Holding::Nothing }
+        Output { buf: Vec::with_capacity(capacity), pause_at: usize::MAX, budget: None, rest: capacity, charged: 0, held_charged: 0, refused: false, refusals: 0, resp_unsent: 0, resp_limit: usize::MAX, held: VecDeque::new(), held_unsent: 0, holding: Holding::Nothing }
     }
 
     /// Output whose capacity past `capacity` is charged to `budget`.
@@ -209,7 +209,7 @@ impl Output {
             b.recharge(self.charged, now);
             self.charged = now;
             // Past its resting size, like the buffer.
-            let held = self.pins.capacity().saturating_sub(HELD_REST) * std::mem::size_of::<HeldAt>();
+            let held = self.held.capacity().saturating_sub(HELD_REST) * std::mem::size_of::<HeldAt>();
             if held != self.held_charged {
                 b.recharge(self.held_charged, held);
                 self.held_charged = held;
@@ -226,8 +226,8 @@ impl Output {
             self.charged = 0;
             b.shelve(BufKind::Write, grown);
         }
-        if self.pins.is_empty() && self.pins.capacity() > HELD_REST {
-            self.pins = VecDeque::new();
+        if self.held.is_empty() && self.held.capacity() > HELD_REST {
+            self.held = VecDeque::new();
         }
         self.settle_charge();
     }
@@ -236,7 +236,7 @@ impl Output {
     /// size ([`shrink`](Self::shrink) would give memory back).
     #[inline]
     pub fn oversized(&self) -> bool {
-        self.buf.capacity() > self.rest || self.pins.capacity() > HELD_REST
+        self.buf.capacity() > self.rest || self.held.capacity() > HELD_REST
     }
 
     /// The connection is closing: give everything back.
@@ -251,27 +251,27 @@ impl Output {
     /// Whether to stop producing until the socket takes what is pending.
     #[inline]
     pub fn should_pause(&self) -> bool {
-        self.buf.len() + self.pinned_unsent >= self.pause_at
+        self.buf.len() + self.held_unsent >= self.pause_at
     }
 
     /// Queues a held value at the current end of the output: it is
     /// written after the bytes before it and before any added later.
     pub fn push_held(&mut self, value: Held) {
-        self.pinned_unsent += value.len();
-        self.pins.push_back(HeldAt { at: self.buf.len(), value, sent: 0 });
+        self.held_unsent += value.len();
+        self.held.push_back(HeldAt { at: self.buf.len(), value, sent: 0 });
     }
 
     /// Bytes not yet written, pinned values included, when the buffer's
     /// bytes before `wstart` have been.
     #[inline]
     pub fn unsent(&self, wstart: usize) -> usize {
-        self.buf.len() - wstart + self.pinned_unsent
+        self.buf.len() - wstart + self.held_unsent
     }
 
     /// Whether pinned values are queued.
     #[inline]
     pub fn has_pins(&self) -> bool {
-        !self.pins.is_empty()
+        !self.held.is_empty()
     }
 
     /// Drops the output past `len` bytes of the buffer (a reply taken back),
@@ -280,17 +280,17 @@ impl Output {
     /// belongs to a reply before the cut and stays.
     pub fn truncate(&mut self, len: usize) {
         self.buf.truncate(len);
-        while self.pins.back().is_some_and(|p| p.at > len) {
-            let p = self.pins.pop_back().expect("checked");
-            self.pinned_unsent -= p.value.len() - p.sent;
+        while self.held.back().is_some_and(|p| p.at > len) {
+            let p = self.held.pop_back().expect("checked");
+            self.held_unsent -= p.value.len() - p.sent;
         }
     }
 
     /// Everything was written: empty the buffer and unpin every value.
     pub fn clear(&mut self) {
         self.buf.clear();
-        self.pins.clear();
-        self.pinned_unsent = 0;
+        self.held.clear();
+        self.held_unsent = 0;
     }
 
     /// The unsent output from `wstart` as slices in stream order (buffer
@@ -299,7 +299,7 @@ impl Output {
     pub fn slices<'a>(&'a self, wstart: usize, iov: &mut [IoSlice<'a>]) -> usize {
         let mut pos = wstart;
         let mut n = 0;
-        for p in &self.pins {
+        for p in &self.held {
             if p.at > pos {
                 if n == iov.len() {
                     return n;
@@ -328,20 +328,20 @@ impl Output {
     /// moves `wstart` and the pinned values on, unpinning those sent.
     pub fn advance(&mut self, wstart: &mut usize, mut n: usize) {
         while n > 0 {
-            let next = self.pins.front().map_or(self.buf.len(), |p| p.at);
+            let next = self.held.front().map_or(self.buf.len(), |p| p.at);
             if *wstart < next {
                 let t = (next - *wstart).min(n);
                 *wstart += t;
                 n -= t;
                 continue;
             }
-            let p = self.pins.front_mut().expect("written past the end of the output");
+            let p = self.held.front_mut().expect("written past the end of the output");
             let t = (p.value.len() - p.sent).min(n);
             p.sent += t;
             n -= t;
-            self.pinned_unsent -= t;
+            self.held_unsent -= t;
             if p.sent == p.value.len() {
-                self.pins.pop_front();
+                self.held.pop_front();
             }
         }
     }
@@ -349,7 +349,7 @@ impl Output {
     /// The whole stream's length: buffer bytes and held values.
     #[inline]
     pub fn stream_len(&self) -> usize {
-        self.buf.len() + self.pins.iter().map(|p| p.value.len()).sum::<usize>()
+        self.buf.len() + self.held.iter().map(|p| p.value.len()).sum::<usize>()
     }
 
     /// Appends the stream's next bytes from `pos` to `dst`, at most `max`
@@ -360,7 +360,7 @@ impl Output {
     /// [`clear`](Self::clear)s the output when done with it.
     pub fn read_next(&self, pos: &mut ReadPos, dst: &mut Vec<u8>, mut max: usize, store: &Store) -> Result<(), Gone> {
         while max > 0 {
-            let next = self.pins.get(pos.held);
+            let next = self.held.get(pos.held);
             let until = next.map_or(self.buf.len(), |p| p.at);
             if pos.buf < until {
                 let t = (until - pos.buf).min(max);
