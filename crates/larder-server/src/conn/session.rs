@@ -89,7 +89,8 @@ const READ_BUDGET: usize = 1024 * 1024;
 /// the sender from another CPU meanwhile, and on loopback its segments then
 /// arrive out of order and are sent twice (`nstat`: TcpExtTCPOFOQueue,
 /// TcpRetransSegs). 128 MiB sets took 1.15x memcached's time that way;
-/// BENCHMARKS.md ("Large values") has the figures.
+/// BENCHMARKS.md ("Large and medium values, fourth session") has the
+/// figures.
 const READ_MAX: usize = 64 * 1024;
 
 /// The protocol a connection speaks.

@@ -7,9 +7,9 @@
 //! small buffers. Freeing and allocating a buffer that size each request
 //! costs more than the request: the allocator maps fresh pages and every
 //! 4 KiB of them faults when first written (about 490 faults for a 1 MB
-//! set and get, and 3.4x memcached's server CPU; BENCHMARKS.md, "Medium
-//! values"). memcached keeps a per-thread cache of free read buffers for
-//! the same reason (`read_buf_bytes_free`).
+//! set and get, and 5.4x memcached's server CPU; BENCHMARKS.md, "Large
+//! and medium values, fourth session"). memcached keeps a per-thread cache
+//! of free read buffers for the same reason (`read_buf_bytes_free`).
 //!
 //! So a connection that shrinks puts its grown buffer here, and one that
 //! must grow takes one from here first. The shelf holds a few buffers of
@@ -21,9 +21,9 @@
 
 use std::sync::Mutex;
 
-/// Largest buffer kept. Buffers grow to a segment's worth of value (1 MiB
-/// by default) plus the command; larger ones (a bigger `-I` with a bigger
-/// slab page) are freed as before.
+/// Largest buffer kept. Buffers grow to at most a segment's worth of value
+/// (segments are 1 MiB at `-m 1024` and up, smaller below) plus the
+/// command; larger ones (bigger segments) are freed as before.
 pub const SHELF_MAX: usize = 2 << 20;
 /// Buffers kept per kind: enough for every worker of a small server to
 /// find one, few enough that the shelf holds at most 8 MiB per kind.
