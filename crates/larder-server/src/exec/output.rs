@@ -220,7 +220,7 @@ impl Output {
     /// Give back to the resting size and return the whole charge.
     pub fn shrink(&mut self) {
         let grown = std::mem::replace(&mut self.buf, Vec::with_capacity(self.rest));
-        if let (Some(b), true) = (&self.budget, grown.capacity() > self.rest) {
+        if let Some(b) = self.budget.as_ref().filter(|_| grown.capacity() > self.rest) {
             // Uncharged first: the shelf charges it anew if it keeps it.
             b.recharge(self.charged, 0);
             self.charged = 0;
