@@ -585,15 +585,47 @@ pub fn parse_input<'a>(input: Input<'a>, limits: &Limits, sasl: Option<bool>) ->
     parse_with(input, limits, sasl)
 }
 
+/// The opcode and opaque of the request header at the front of `buf`, if
+/// a whole header is there: what an error reply to it must echo.
+pub fn opcode_and_opaque(buf: &[u8]) -> Option<(u8, u32)> {
+    let header = buf.get(..HEADER_LEN)?;
+    Some((header[1], be32(&header[12..16])))
+}
+
 /// The layout of the request at the front of `buf` after [`parse`] said it
-/// is [`BinParsed::Incomplete`] with `needed` known.
+/// is [`BinParsed::Incomplete`] with `needed` known, when what it waits for
+/// is a storage command's value; `None` otherwise.
+///
+/// [`parse`] also reports `needed` while the header's extras and key are
+/// still arriving (memcached reads them before it judges the header), and
+/// for a SASL command's data: neither is a value, and the lengths of a
+/// header not yet judged are the client's word only. So a shape is given
+/// only for a set/add/replace/append/prepend (quiet or not) whose header,
+/// extras and a valid key are all in `buf`, and whose body length agrees
+/// with `needed`: the caller may then slice `buf[..head]` and receive
+/// `value` bytes after it.
 pub fn waiting_shape(buf: &[u8], needed: usize) -> Option<Shape> {
-    if buf.len() < HEADER_LEN {
+    let header = buf.get(..HEADER_LEN)?;
+    if header[0] != REQUEST_MAGIC {
         return None;
     }
-    let key_len = be16(&buf[2..4]) as usize;
-    let head = HEADER_LEN + buf[4] as usize + key_len;
-    Some(Shape { head, value: needed.checked_sub(head)?, trailer: 0, key_len })
+    let storage = Opcode::from_code(header[1])
+        .is_some_and(|op| matches!(op.command(), Command::Set | Command::Add | Command::Replace | Command::Append | Command::Prepend));
+    let key_len = be16(&header[2..4]) as usize;
+    if !storage || key_len == 0 || key_len > KEY_MAX_LENGTH {
+        return None;
+    }
+    let extras = header[4] as usize;
+    let head = HEADER_LEN + extras + key_len;
+    if buf.len() < head {
+        return None;
+    }
+    let value = needed.checked_sub(head)?;
+    let body = be32(&header[8..12]) as usize;
+    if extras + key_len + value != body {
+        return None;
+    }
+    Some(Shape { head, value, trailer: 0, key_len })
 }
 
 fn parse_with<'a>(input: Input<'a>, limits: &Limits, sasl: Option<bool>) -> BinParsed<'a> {

@@ -128,11 +128,45 @@ mod tests {
             binary::waiting_shape(&req, n)
         }) else { panic!() };
         assert_eq!(shape, Shape { head: 33, value: 4, trailer: 0, key_len: 1 });
+        // The same header with a body length that disagrees: no shape.
+        let mut liar = req.clone();
+        liar[11] = 14;
+        assert_eq!(binary::waiting_shape(&liar, 37), None);
         match binary::parse_input(Input { buf: &req, aside: Some(b"wxyz") }, &limits, None) {
             BinParsed::Request { request, consumed } => {
                 assert_eq!((request.key, request.value, consumed), (&b"k"[..], &b"wxyz"[..], 33));
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// The header that stopped the server: keylen 65535, 255 bytes of
+    /// extras, a 200,000-byte body and only 100 bytes sent. The parser waits
+    /// for extras and key (as memcached does), and that wait is no value:
+    /// no shape, so the server never takes `head` bytes for granted.
+    #[test]
+    fn a_header_still_arriving_has_no_shape() {
+        let limits = Limits::default();
+        let mut req = vec![0x80, 0x01, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0x03, 0x0d, 0x40, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        req.resize(124, 0);
+        let BinParsed::Incomplete { needed: Some(n) } = binary::parse(&req, &limits) else { panic!() };
+        assert_eq!(n, 24 + 255 + 65535);
+        assert_eq!(binary::waiting_shape(&req, n), None);
+        // All of it in: the key is too long, and memcached's reply follows.
+        req.resize(n, 0);
+        assert!(matches!(binary::parse(&req, &limits), BinParsed::Error { close: true, .. }));
+        assert_eq!(binary::waiting_shape(&req, n), None);
+        // A valid key whose extras and key are not all in yet: no shape either.
+        let mut set = vec![0x80, 0x01, 0, 10, 8, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        set.extend_from_slice(&[0; 8]);
+        set.extend_from_slice(b"abc");
+        assert_eq!(binary::waiting_shape(&set, 24 + 8 + 10 + 4078), None);
+        // Other commands that wait for bytes are no values: a get whose key
+        // is on its way, a SASL step's data.
+        let get = [0x80, 0x00, 0, 5, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, b'a'];
+        assert_eq!(binary::waiting_shape(&get, 29), None);
+        let mut step = vec![0x80, 0x22, 0, 5, 0, 0, 0, 0, 0, 0x01, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        step.extend_from_slice(b"PLAIN");
+        assert_eq!(binary::waiting_shape(&step, 24 + 65541), None);
     }
 }

@@ -42,11 +42,18 @@
 //! # Failure policy
 //!
 //! A panic is a bug, never an expected outcome: bad input gets memcached's
-//! error reply. If a worker thread panics anyway, its connections are lost
-//! and the whole server stops (the panic is reported and the process exits
-//! non-zero) rather than leaving a listener that hands new connections to a
-//! thread that no longer serves them. The store's locks recover from
-//! poisoning, so no data a panicking request touched is served half-written.
+//! error reply, and every length, offset and count a client or a file
+//! gives is checked before it indexes, slices or allocates. If serving one
+//! connection panics anyway, that connection ends and the worker goes on
+//! serving its others (`conn/contain.rs`): the panic is logged once on
+//! stderr with its backtrace and counted in `stats` as
+//! `larder_conn_panics`; what the connection held (budget, a value being
+//! received, pinned values, a parked ticket) is given back by drop. The
+//! store's locks recover from poisoning, so no data a panicking request
+//! touched is served half-written. A panic in a worker's own loop, outside
+//! any connection, still stops the whole server (the process exits
+//! non-zero) rather than leaving a listener that hands new connections to
+//! a thread that no longer serves them.
 
 #[cfg(feature = "alloc-count")]
 pub mod alloc_count;
@@ -173,6 +180,7 @@ pub fn start(p: Prepared, shutdown: Shutdown) -> Result<Running, String> {
         account_restored(&srv);
     }
     let srv = Arc::new(srv);
+    conn::contain::install_hook();
     conn::listen::register_listeners(&srv, &bound.listeners, &bound.udp);
     if srv.settings.watch_enabled {
         trace::watch::start(srv.log.clone(), srv.clone()).map_err(|e| format!("larder: cannot start the logger thread: {e}"))?;

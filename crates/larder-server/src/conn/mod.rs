@@ -3,6 +3,7 @@
 //! framing ([`session`]), and UDP datagrams ([`udp`]). Requests are handed
 //! to the protocol front ends (`crate::wire`).
 
+pub mod contain;
 pub mod listen;
 pub mod session;
 pub mod udp;

@@ -131,11 +131,10 @@ pub struct Session {
     /// The reply to a rejected request, held until its data block has been
     /// swallowed (see `defer_reply`).
     deferred: Vec<u8>,
-    /// Bytes of the read buffer past `BUF_SIZE` charged to the connection
-    /// budget (the output charges its own), and the buffer sizes last
-    /// reported to it.
-    in_charged: usize,
-    bufs: (usize, usize),
+    /// What the read buffer holds past `BUF_SIZE`, charged to the
+    /// connection budget (the output charges its own), and the buffer sizes
+    /// last reported to it; given back when the session is dropped.
+    charge: Charge,
     /// Keys of the multi-key get at the front of the read buffer already
     /// answered before it paused for the output to drain.
     resume: usize,
@@ -175,6 +174,26 @@ pub struct Session {
     landing: Option<Landing>,
 }
 
+/// A session's input charge to the connection budget, given back however
+/// the session ends: closed, handed to the logger, or dropped by the worker
+/// after a panic (`conn::contain`). The output's charge is `Output`'s own,
+/// a landing's and pinned values' their own (all given back on drop).
+struct Charge {
+    budget: Arc<ConnBudget>,
+    /// Bytes of the read buffer past `BUF_SIZE` charged.
+    input: usize,
+    /// The (input, output) buffer sizes last reported (`read_buf_bytes`,
+    /// `response_obj_bytes`).
+    bufs: (usize, usize),
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        self.budget.recharge(self.input, 0);
+        self.budget.resize(self.bufs, (0, 0));
+    }
+}
+
 /// What [`Session::land`] did with a waiting value.
 enum Landed {
     /// Not a large object's: it goes to the read buffer.
@@ -206,11 +225,10 @@ impl Session {
             rbuf: vec![0; BUF_SIZE],
             rstart: 0,
             rend: 0,
-            out: Output::budgeted(BUF_SIZE, budget).with_pins(),
+            out: Output::budgeted(BUF_SIZE, budget.clone()).with_pins(),
             wstart: 0,
             resume: 0,
-            in_charged: 0,
-            bufs: (0, 0),
+            charge: Charge { budget: budget.clone(), input: 0, bufs: (0, 0) },
             deferred: Vec::new(),
             swallow: 0,
             need: 0,
@@ -295,6 +313,7 @@ impl Session {
     pub fn on_event(&mut self, srv: &Server, ws: &WorkerStats, tr: &mut WorkerTrace, now: Time, budget: &ConnBudget, hangup: bool) -> Status {
         let status = self.serve(srv, ws, tr, now, budget, hangup);
         self.account(budget);
+        crate::conn::contain::injected_panic(&self.rbuf[..self.rend]);
         status
     }
 
@@ -306,23 +325,14 @@ impl Session {
         }
         self.out.settle_charge();
         let input = self.rbuf.len().saturating_sub(BUF_SIZE);
-        budget.recharge(self.in_charged, input);
-        self.in_charged = input;
+        budget.recharge(self.charge.input, input);
+        self.charge.input = input;
         // A value being received into the store's buffer is input too (its
         // bytes are charged to the budget by the landing itself).
         let landing = self.landing.as_ref().map_or(0, |l| l.bytes());
         let bufs = (self.rbuf.len() + landing, self.out.capacity());
-        budget.resize(self.bufs, bufs);
-        self.bufs = bufs;
-    }
-
-    /// The connection is closing: give everything back to the budget.
-    pub fn release(&mut self, budget: &ConnBudget) {
-        self.out.release();
-        budget.recharge(self.in_charged, 0);
-        self.in_charged = 0;
-        budget.resize(self.bufs, (0, 0));
-        self.bufs = (0, 0);
+        budget.resize(self.charge.bufs, bufs);
+        self.charge.bufs = bufs;
     }
 
     /// The request at the front is incomplete; `needed`: the bytes it needs
@@ -360,8 +370,12 @@ impl Session {
         let buf = &self.rbuf[self.rstart..self.rend];
         let shape = if binary_request { binary::waiting_shape(buf, total) } else { larder_proto::text::waiting_shape(buf, total) };
         let Some(shape) = shape.filter(|s| srv.store.lands(s.key_len, s.value)) else { return Landed::No };
+        // The parsers give a shape only once its head is buffered; checked
+        // again here, where it is used to slice (a head that is not all in
+        // is the client's word only: a 124-byte binary header once claimed
+        // 65,814 and stopped the server).
+        let Some(vstart) = self.rstart.checked_add(shape.head).filter(|&v| v <= self.rend) else { return Landed::No };
         let Some(mut landing) = srv.store.landing(shape.key_len, shape.value) else { return Landed::NoRoom };
-        let vstart = self.rstart + shape.head;
         let have = (self.rend - vstart).min(shape.value);
         landing.unfilled()[..have].copy_from_slice(&self.rbuf[vstart..vstart + have]);
         landing.advance(have);
@@ -411,13 +425,13 @@ impl Session {
     /// false if that does not fit.
     fn input_fits(&mut self, total: usize, budget: &ConnBudget) -> bool {
         let wanted = total.max(self.rbuf.len()).saturating_sub(BUF_SIZE);
-        if wanted <= self.in_charged {
+        if wanted <= self.charge.input {
             return true;
         }
-        if !budget.try_take(wanted - self.in_charged) {
+        if !budget.try_take(wanted - self.charge.input) {
             return false;
         }
-        self.in_charged = wanted;
+        self.charge.input = wanted;
         true
     }
 
@@ -426,15 +440,14 @@ impl Session {
     fn refuse_input(&mut self, total: usize, budget: &ConnBudget, binary_request: bool) {
         ConnBudget::count(&budget.read_oom);
         let mark = self.out.len();
-        if binary_request {
-            let h = &self.rbuf[self.rstart..self.rstart + 24];
-            let opaque = u32::from_be_bytes([h[12], h[13], h[14], h[15]]);
-            binary::error_message(&mut self.out.buf, h[1], binary::Status::OutOfMemory, opaque, binary::OOM_ITEM);
-        } else {
+        let front = &self.rbuf[self.rstart..self.rend];
+        if !binary_request {
             larder_proto::reply::line(&mut self.out.buf, "SERVER_ERROR out of memory storing object");
+        } else if let Some((opcode, opaque)) = binary::opcode_and_opaque(front) {
+            binary::error_message(&mut self.out.buf, opcode, binary::Status::OutOfMemory, opaque, binary::OOM_ITEM);
         }
         let buffered = self.rend - self.rstart;
-        self.swallow = total - buffered;
+        self.swallow = total.saturating_sub(buffered);
         self.rstart = self.rend;
         self.defer_reply(mark, self.swallow);
     }
@@ -501,8 +514,13 @@ impl Session {
             let offered = self.read_room();
             match self.fill() {
                 Ok(0) => {
-                    // Peer closed; send what is pending is pointless.
+                    // The peer closed, or only half-closed its side (`nc -q`,
+                    // a shell's `printf ... | nc`): as memcached, which
+                    // answers what it read before it reads the end, the
+                    // replies already produced go out (as far as the
+                    // socket takes them now) before the connection closes.
                     self.close_reason = CloseReason::Normal;
+                    self.flush(ws);
                     return Status::Close;
                 }
                 Ok(n) => {

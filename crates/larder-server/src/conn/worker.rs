@@ -23,6 +23,7 @@ use crate::conn::session::{Session, Status};
 use crate::net::stream::Stream;
 use crate::state::stats::bump;
 use crate::conn::udp::UdpHandler;
+use crate::conn::contain::contain;
 use mio::net::UdpSocket;
 use mio::{Events, Interest, Poll, Token, Waker};
 use std::sync::atomic::Ordering::Relaxed;
@@ -151,7 +152,12 @@ impl Worker {
                     self.adopt_new(now, &mut again);
                 } else if token.0 >= UDP_BASE {
                     if let Some(h) = self.udp.get_mut(token.0 - UDP_BASE) {
-                        h.on_readable(&srv, ws, &mut self.trace, now);
+                        // A panic on one datagram loses that datagram's
+                        // reply only (conn::contain).
+                        let trace = &mut self.trace;
+                        if contain(|| h.on_readable(&srv, ws, trace, now)).is_none() {
+                            srv.stats.conns.conn_panics.fetch_add(1, Relaxed);
+                        }
                     }
                 } else {
                     rerun.retain(|t| *t != token);
@@ -197,7 +203,14 @@ impl Worker {
         let srv = &*self.srv;
         let ws = &srv.stats.workers[self.id];
         let Some(Some(session)) = self.sessions.get_mut(token.0) else { return };
-        let status = session.on_event(srv, ws, &mut self.trace, now, &srv.budget, hangup);
+        let trace = &mut self.trace;
+        let Some(status) = contain(|| session.on_event(srv, ws, trace, now, &srv.budget, hangup)) else {
+            // A bug reached by this connection's input: it ends, the
+            // others go on (conn::contain; logged by its panic hook).
+            srv.stats.conns.conn_panics.fetch_add(1, Relaxed);
+            session.close_reason = crate::trace::watch::CloseReason::Error;
+            return self.close(token.0);
+        };
         if session.served > 0 && self.trace.obs.enabled() {
             let t = Instant::now();
             self.trace.obs.latency(t.duration_since(self.mark).as_nanos() as u64, session.served);
@@ -291,7 +304,8 @@ impl Worker {
                 self.srv.coalescer.abandon(&ticket);
                 self.parked.retain(|t| t.0 != slot);
             }
-            session.release(&self.srv.budget);
+            // What it holds in the connection budget is given back when it
+            // is dropped, at the end of this block.
             session.stream_mut().abandon();
             self.trace.log.conn_close(session.info.fd, &session.info.addr, session.close_reason);
             let _ = session.stream_mut().deregister(self.poll.registry());

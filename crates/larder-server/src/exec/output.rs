@@ -154,8 +154,10 @@ impl Output {
 
     /// Output whose capacity past `capacity` is charged to `budget`.
     pub fn budgeted(capacity: usize, budget: Arc<ConnBudget>) -> Output {
-        let resp_limit = budget.resp_limit;
-        Output { budget: Some(budget), resp_limit, ..Output::new(capacity) }
+        let mut out = Output::new(capacity);
+        out.resp_limit = budget.resp_limit;
+        out.budget = Some(budget);
+        out
     }
 
     /// This output's writer sends pinned values ([`Output::slices`]).
@@ -239,7 +241,9 @@ impl Output {
         self.buf.capacity() > self.rest || self.held.capacity() > HELD_REST
     }
 
-    /// The connection is closing: give everything back.
+    /// Give everything charged back to the budget (the connection is
+    /// closing; also done on drop, so a connection that ends any other way,
+    /// a panic included, gives it back too).
     pub fn release(&mut self) {
         if let Some(b) = &self.budget {
             b.recharge(self.charged + self.held_charged, 0);
@@ -464,6 +468,12 @@ const HELD_REST: usize = 64;
 
 /// Room a value's reply needs besides the value: its header line or packet.
 pub const REPLY_HEAD: usize = 512;
+
+impl Drop for Output {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
 
 #[cfg(test)]
 mod tests {

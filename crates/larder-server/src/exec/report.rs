@@ -387,6 +387,8 @@ fn larder(srv: &Server, s: &mut Snapshot) {
     }
     s.u64("larder_conn_budget_bytes", srv.budget.limit() as u64);
     s.u64("larder_conn_budget_used", srv.budget.used() as u64);
+    // Connections ended by a bug (a panic) instead of the server (conn::contain).
+    s.u64("larder_conn_panics", srv.stats.conns.conn_panics.load(Relaxed));
     // Output buffers kept for reuse (`state::shelf`); the input ones are
     // memcached's `read_buf_bytes_free`.
     s.u64("larder_write_buf_bytes_free", srv.budget.shelved_bytes().1 as u64);

@@ -68,6 +68,8 @@ pub struct ConnCounters {
     pub total_connections: AtomicU64,
     pub rejected_connections: AtomicU64,
     pub connection_structures: AtomicU64,
+    /// Connections ended by a panic while serving them (`conn::contain`).
+    pub conn_panics: AtomicU64,
 }
 
 /// All statistics of one server.
