@@ -42,11 +42,18 @@
 //!
 //! So no `&[u8]` ever overlaps a live `&mut [u8]`, and bytes a pin can see
 //! are never written while it lives.
+//!
+//! The object's reference count, its seal, its charge and the spare buffer
+//! come from [`sync`](crate::sync), and every access to the value's bytes
+//! is announced to a [`Region`]: the loom model `tests/loom_large.rs` checks
+//! these rules, and that the bytes are released exactly once, over every
+//! interleaving of a pinning reader with the store letting go of the object.
 
+use crate::sync::{self, AtomicBool, AtomicUsize, Mutex, Region};
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, OnceLock};
 
 /// Memory outside `-m` that can take over the charge for a large object
 /// the store let go of while readers still pin it (the server's connection
@@ -72,6 +79,8 @@ pub struct LargeObject {
     /// Where the bytes go when the last reference drops while charged to
     /// `used`, for the next landing to reuse ([`Spare`]); `None`: freed.
     spare: Option<Arc<Spare>>,
+    /// Accesses to the bytes past the seal (zero-sized outside loom).
+    value: Region,
 }
 
 // SAFETY: the only interior mutability is through `SegBuf`'s `&mut`
@@ -93,7 +102,7 @@ impl LargeObject {
     }
 
     fn with_bytes(bytes: Box<[UnsafeCell<u8>]>, used: Arc<AtomicUsize>, spare: Option<Arc<Spare>>) -> LargeObject {
-        LargeObject { bytes, seal: AtomicUsize::new(usize::MAX), used, spill: OnceLock::new(), in_spill: AtomicBool::new(false), spare }
+        LargeObject { bytes, seal: AtomicUsize::new(usize::MAX), used, spill: OnceLock::new(), in_spill: AtomicBool::new(false), spare, value: Region::new() }
     }
 
     /// Moves the charge from the pool's `used` to `spill` (which has
@@ -102,6 +111,11 @@ impl LargeObject {
         // Set before any reference drops, so whichever thread drops the
         // last one (Arc's release/acquire) sees both.
         let _ = self.spill.set(spill.clone());
+        #[cfg(loom)]
+        if sync::flaw::on(sync::flaw::Flaw::SpillUnmarked) {
+            self.used.fetch_sub(self.len(), Relaxed);
+            return;
+        }
         self.in_spill.store(true, Relaxed);
         self.used.fetch_sub(self.len(), Relaxed);
     }
@@ -117,6 +131,8 @@ impl LargeObject {
 
 impl Drop for LargeObject {
     fn drop(&mut self) {
+        // The bytes are freed or handed to the next landing.
+        self.value.write();
         match self.spill.get() {
             Some(spill) if self.in_spill.load(Relaxed) => spill.give_back(self.bytes.len()),
             _ => match &self.spare {
@@ -198,8 +214,8 @@ fn slack(n: usize) -> usize {
 /// The store lets go of a large object: if readers still pin it and
 /// `spill` has room, its charge moves there and `-m` gets the bytes back
 /// now; otherwise they stay in `-m` until the last pin drops.
-pub(crate) fn let_go(obj: Arc<LargeObject>, spill: Option<&Arc<dyn PinSpill>>) {
-    if Arc::strong_count(&obj) > 1 {
+pub(crate) fn let_go(obj: sync::Arc<LargeObject>, spill: Option<&Arc<dyn PinSpill>>) {
+    if sync::Arc::strong_count(&obj) > 1 {
         if let Some(spill) = spill {
             if spill.try_take(obj.len()) {
                 obj.charge_to_spill(spill);
@@ -212,7 +228,7 @@ pub(crate) fn let_go(obj: Arc<LargeObject>, spill: Option<&Arc<dyn PinSpill>>) {
 /// A segment's buffer: plain, or a shareable large object.
 pub enum SegBuf {
     Plain(Box<[u8]>),
-    Large(Arc<LargeObject>),
+    Large(sync::Arc<LargeObject>),
 }
 
 impl Default for SegBuf {
@@ -230,7 +246,7 @@ impl From<Box<[u8]>> for SegBuf {
 impl SegBuf {
     /// A large object of `n` zeroed bytes that `used` already counts.
     pub(crate) fn large(n: usize, used: Arc<AtomicUsize>) -> SegBuf {
-        SegBuf::Large(Arc::new(LargeObject::new(n, used)))
+        SegBuf::Large(sync::Arc::new(LargeObject::new(n, used)))
     }
 
     /// A reference to `start..` of a large object that keeps it alive (and
@@ -252,7 +268,7 @@ impl SegBuf {
     pub fn pins(&self) -> usize {
         match self {
             SegBuf::Plain(_) => 0,
-            SegBuf::Large(o) => Arc::strong_count(o) - 1,
+            SegBuf::Large(o) => sync::Arc::strong_count(o) - 1,
         }
     }
 }
@@ -262,9 +278,12 @@ impl Deref for SegBuf {
     fn deref(&self) -> &[u8] {
         match self {
             SegBuf::Plain(b) => b,
-            // SAFETY: writes to these bytes need `&mut SegBuf`, which cannot
-            // coexist with this `&self`; pins only read (module docs).
-            SegBuf::Large(o) => unsafe { std::slice::from_raw_parts(o.ptr(), o.len()) },
+            SegBuf::Large(o) => {
+                o.value.read();
+                // SAFETY: writes to these bytes need `&mut SegBuf`, which cannot
+                // coexist with this `&self`; pins only read (module docs).
+                unsafe { std::slice::from_raw_parts(o.ptr(), o.len()) }
+            }
         }
     }
 }
@@ -277,7 +296,13 @@ impl DerefMut for SegBuf {
         match self {
             SegBuf::Plain(b) => b,
             SegBuf::Large(o) => {
-                let end = if Arc::strong_count(o) == 1 { o.len() } else { o.seal.load(Relaxed).min(o.len()) };
+                let unique = sync::Arc::strong_count(o) == 1;
+                #[cfg(loom)]
+                let unique = unique || sync::flaw::on(sync::flaw::Flaw::SealIgnored);
+                let end = if unique { o.len() } else { o.seal.load(Relaxed).min(o.len()) };
+                if unique {
+                    o.value.write();
+                }
                 // SAFETY: `&mut self` is the only handle besides pins; with no
                 // pin alive (count 1, and no new one without `&self`) nothing
                 // else reads any byte; otherwise pins read only `seal..`.
@@ -291,7 +316,7 @@ impl DerefMut for SegBuf {
 /// Cloning it is a reference count, not a copy.
 #[derive(Clone)]
 pub struct Pinned {
-    obj: Arc<LargeObject>,
+    obj: sync::Arc<LargeObject>,
     start: usize,
 }
 
@@ -299,6 +324,7 @@ impl Deref for Pinned {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         let o = &self.obj;
+        o.value.read();
         // SAFETY: `start >= seal` (checked in `pin`), and bytes past the seal
         // are written only while the object is unique, i.e. no `Pinned`
         // exists.
@@ -384,7 +410,7 @@ impl Landing {
         let room = obj.len() - value_len;
         let _ = obj.spill.set(spill.clone());
         obj.in_spill.store(true, Relaxed);
-        Some(Landing { buf: SegBuf::Large(Arc::new(obj)), room, filled: 0, value: None })
+        Some(Landing { buf: SegBuf::Large(sync::Arc::new(obj)), room, filled: 0, value: None })
     }
 
     /// Where the next received bytes go (empty once the value is complete).
@@ -424,7 +450,7 @@ impl Landing {
         self.buf.len()
     }
 
-    fn object(&self) -> &Arc<LargeObject> {
+    fn object(&self) -> &sync::Arc<LargeObject> {
         let SegBuf::Large(obj) = &self.buf else { unreachable!("a landing is a large object") };
         obj
     }
@@ -470,7 +496,7 @@ impl std::fmt::Debug for SegBuf {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             SegBuf::Plain(b) => write!(f, "Plain({} bytes)", b.len()),
-            SegBuf::Large(o) => write!(f, "Large({} bytes, {} pins)", o.len(), Arc::strong_count(o) - 1),
+            SegBuf::Large(o) => write!(f, "Large({} bytes, {} pins)", o.len(), sync::Arc::strong_count(o) - 1),
         }
     }
 }

@@ -137,6 +137,7 @@ mod segment;
 mod shard;
 mod reporting;
 mod snapshot;
+mod sync;
 mod ttl;
 mod valueref;
 mod written;
@@ -156,7 +157,14 @@ use index::{Index, Loc, MAX_SEGMENT_SIZE};
 use pool::Pool;
 use shard::{Env, Found, Published, Shard, Why};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
+use sync::{Mutex, MutexGuard};
+
+/// The crate's internals the loom models (`tests/loom_*.rs`) drive; only
+/// `--cfg loom` builds have it.
+#[cfg(loom)]
+#[doc(hidden)]
+pub use sync::model as loom_model;
 
 /// Buckets of a shard's index at start-up (64 bytes each).
 const INITIAL_BUCKETS: usize = 16;
@@ -923,12 +931,9 @@ impl Store {
                 let (g, protect): (&mut Shard, u32) = match l.as_deref_mut() {
                     Some(own) if v == me => (&mut own.g, protect),
                     _ => {
-                        other = if locked {
-                            let Ok(g) = self.shards[v].0.try_lock() else { continue };
-                            g
-                        } else {
-                            self.shards[v].0.lock().unwrap_or_else(|e| e.into_inner())
-                        };
+                        // Never a blocking second lock (`sync::lock_other`).
+                        let Some(g) = sync::lock_other(&self.shards[v].0, locked) else { continue };
+                        other = g;
                         other.apply_flush(flush, now, &self.pool);
                         (&mut other, 0)
                     }

@@ -16,10 +16,14 @@
 //! So does the buffer of the last large value received in place, for the
 //! next one ([`Spare`](crate::large::Spare)); it is released before any
 //! reservation would fail.
+//!
+//! Its counters and the `free` lock come from [`sync`](crate::sync): the
+//! loom models of large objects and of segment reuse run on a real `Pool`.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use crate::large::{Landing, let_go, PinSpill, SegBuf, Spare};
-use std::sync::{Arc, Mutex, OnceLock};
+use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Mutex};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, OnceLock};
 
 pub struct Pool {
     limit: AtomicUsize,
@@ -182,7 +186,7 @@ impl Pool {
 
     /// The store lets go of a large object ([`let_go`]); if that left the
     /// pool over its limit (it was lowered) the kept large buffer goes too.
-    fn let_go(&self, obj: Arc<crate::large::LargeObject>) {
+    fn let_go(&self, obj: crate::sync::Arc<crate::large::LargeObject>) {
         let_go(obj, self.spill.get());
         if self.over_limit() {
             self.large_spare.release();

@@ -29,7 +29,14 @@
 //! sending that reply (for UDP, as if datagrams were lost), never sends
 //! other bytes. Large objects are not referenced this way: they can be
 //! pinned instead ([`Item::pin`](crate::Item::pin)).
+//!
+//! The check and the copy are one protocol, [`ValueRef::copy_out`], run on
+//! the shard's lock from [`sync`](crate::sync); the loom model
+//! `tests/loom_valueref.rs` runs it against eviction, reuse of the buffer
+//! (in the same shard and in another) and compaction in place.
 
+use crate::segment::SegTable;
+use crate::sync::Mutex;
 use crate::{Item, Store};
 
 /// Where a value stored in a regular segment lies, valid while that
@@ -83,22 +90,63 @@ impl Store {
     /// from (same generation); false, and `dst` untouched, if not. Takes
     /// the shard's lock for the copy only.
     pub fn copy_value(&self, r: &ValueRef, from: usize, dst: &mut [u8]) -> bool {
-        let Some(end) = from.checked_add(dst.len()).filter(|&e| e <= r.len()) else {
-            return false;
-        };
         let Some(shard) = self.shards.get(r.shard as usize) else {
             return false;
         };
-        let g = shard.0.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(seg) = g.segs.find(r.seg) else {
+        r.copy_out(&shard.0, |s| &s.segs, from, dst)
+    }
+}
+
+impl ValueRef {
+    /// [`Store::copy_value`] on the referenced shard's lock, `shard`, whose
+    /// segment table `segs` finds: under one holding of the lock, the
+    /// segment must still be there with the reference's generation (so no
+    /// eviction, reuse or compaction has touched its bytes since) and is
+    /// copied from; the lock keeps it so until the copy is done.
+    pub(crate) fn copy_out<S>(&self, shard: &Mutex<S>, segs: impl Fn(&S) -> &SegTable, from: usize, dst: &mut [u8]) -> bool {
+        let Some(end) = from.checked_add(dst.len()).filter(|&e| e <= self.len()) else {
             return false;
         };
-        let start = r.off as usize;
-        if seg.gen != r.gen || seg.large || start + r.len() > seg.write_off {
+        #[cfg(loom)]
+        if crate::sync::flaw::on(crate::sync::flaw::Flaw::CopyAfterUnlock) {
+            return self.copy_after_unlock(shard, segs, from, end, dst);
+        }
+        let g = shard.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(seg) = segs(&g).find(self.seg) else {
+            return false;
+        };
+        let start = self.off as usize;
+        let same_gen = seg.gen == self.gen;
+        #[cfg(loom)]
+        let same_gen = same_gen || crate::sync::flaw::on(crate::sync::flaw::Flaw::NoGenerationCheck);
+        if !same_gen || seg.large || start + self.len() > seg.write_off {
             return false;
         }
         dst.copy_from_slice(&seg.buf[start + from..start + end]);
         true
+    }
+
+    /// The flaw [`CopyAfterUnlock`](crate::sync::flaw::Flaw::CopyAfterUnlock):
+    /// the generation checked under one holding of the lock, the bytes
+    /// copied under another.
+    #[cfg(loom)]
+    fn copy_after_unlock<S>(&self, shard: &Mutex<S>, segs: impl Fn(&S) -> &SegTable, from: usize, end: usize, dst: &mut [u8]) -> bool {
+        let start = self.off as usize;
+        let current = {
+            let g = shard.lock().unwrap_or_else(|e| e.into_inner());
+            segs(&g).find(self.seg).is_some_and(|s| s.gen == self.gen && !s.large && start + self.len() <= s.write_off)
+        };
+        if !current {
+            return false;
+        }
+        let g = shard.lock().unwrap_or_else(|e| e.into_inner());
+        match segs(&g).find(self.seg) {
+            Some(seg) if start + self.len() <= seg.write_off => {
+                dst.copy_from_slice(&seg.buf[start + from..start + end]);
+                true
+            }
+            _ => false,
+        }
     }
 }
 
