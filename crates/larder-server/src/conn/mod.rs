@@ -4,6 +4,7 @@
 //! to the protocol front ends (`crate::wire`).
 
 pub mod contain;
+pub mod harness;
 pub mod listen;
 pub mod session;
 pub mod udp;
