@@ -15,9 +15,16 @@
 //! `-m` + connections × 2 × `BUF_SIZE` + this budget, whatever clients send
 //! or fail to read. Grown buffers kept for reuse (`state::shelf`) are
 //! charged here too, and given up before anything is refused.
+//!
+//! Its counters and the shelf's lock come from `state::sync`: the loom
+//! model `tests/loom_budget.rs` checks, over every interleaving of sessions
+//! charging, releasing and shelving with the store's spill, that `used`
+//! never passes the limit or goes below zero and that all that is charged
+//! is given back.
 
-use crate::state::shelf::{size_of_kind, BufKind, SharedShelf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use crate::state::shelf::{size_of_kind, BufKind, Shelf};
+use crate::state::sync::{AtomicU64, AtomicUsize, Mutex};
+use std::sync::atomic::Ordering::Relaxed;
 
 pub struct ConnBudget {
     limit: usize,
@@ -35,7 +42,7 @@ pub struct ConnBudget {
     pub read_oom: AtomicU64,
     pub write_oom: AtomicU64,
     /// Grown buffers kept for the next connection that grows.
-    shelf: SharedShelf,
+    shelf: Mutex<Shelf>,
     /// Bytes on the shelf, input and output (also in `used`).
     shelved_read: AtomicUsize,
     shelved_write: AtomicUsize,
@@ -51,7 +58,7 @@ impl ConnBudget {
             write_bytes: AtomicUsize::new(0),
             read_oom: AtomicU64::new(0),
             write_oom: AtomicU64::new(0),
-            shelf: SharedShelf::default(),
+            shelf: Mutex::default(),
             shelved_read: AtomicUsize::new(0),
             shelved_write: AtomicUsize::new(0),
         }
@@ -82,6 +89,14 @@ impl ConnBudget {
     /// take the last of it).
     #[inline]
     fn take_within(&self, n: usize) -> bool {
+        #[cfg(loom)]
+        if crate::state::sync::flaw::on(crate::state::sync::flaw::Flaw::CheckThenTake) {
+            if self.used.load(Relaxed) + n > self.limit {
+                return false;
+            }
+            self.used.fetch_add(n, Relaxed);
+            return true;
+        }
         let mut cur = self.used.load(Relaxed);
         loop {
             if cur + n > self.limit {
@@ -188,6 +203,12 @@ impl ConnBudget {
 /// Move a shared gauge from `old` to `new` (no atomic operation when equal).
 #[inline]
 fn move_by(gauge: &AtomicUsize, old: usize, new: usize) {
+    #[cfg(loom)]
+    if crate::state::sync::flaw::on(crate::state::sync::flaw::Flaw::GaugeLoadStore) {
+        let v = gauge.load(Relaxed);
+        gauge.store((v + new).wrapping_sub(old), Relaxed);
+        return;
+    }
     if new > old {
         gauge.fetch_add(new - old, Relaxed);
     } else if old > new {

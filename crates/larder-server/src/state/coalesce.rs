@@ -22,16 +22,30 @@
 //! Parked requests are held by the worker that owns their connection
 //! (`conn::worker`); this module only wakes the workers when a slot with
 //! parked requests changes. The wake-up is race-free: a parker counts
-//! itself on the slot and then re-reads the generation, a writer bumps the
-//! generation and then reads the count (both sequentially consistent), so at
-//! least one of them sees the other.
+//! itself on the slot (and in the server-wide count a flush reads) and then
+//! re-reads the generations, a writer bumps the generation and then reads
+//! the count (all sequentially consistent), so at least one of them sees
+//! the other. A writer ends the key's round before it bumps the generation,
+//! so a getter whose snapshot already has the new generation does not park
+//! behind the round (the write could not release it).
+//!
+//! The slots, the flush generation, the parked count and the workers'
+//! dirty flags come from `state::sync`: the loom model
+//! `tests/loom_coalesce.rs` runs a parked getter's worker against a write,
+//! a delete, a flush and the end of the window, and checks that it is
+//! always woken. (Under loom the table has one slot, so every key shares
+//! it, and the workers' wake-ups are `sync::ModelWaker`s.)
 
 use crate::state::keyhash::KeyHash;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
+use crate::state::sync::{seqcst_point, AtomicBool, AtomicU32, AtomicU64};
+use std::sync::atomic::Ordering::*;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+#[cfg(not(loom))]
 const SLOTS: usize = 16384;
+#[cfg(loom)]
+const SLOTS: usize = 1;
 
 /// `-o coalesce` settings.
 #[derive(Clone, Debug)]
@@ -97,20 +111,21 @@ struct Slot {
     owner_conn: AtomicU32,
 }
 
-/// Counters, shown in `stats larder`.
+/// Counters, shown in `stats larder` (plain `std` atomics: no decision
+/// is made from them).
 #[derive(Default)]
 pub struct CoalesceStats {
     /// Getters that missed and were told to recompute (round starters).
-    pub wins: AtomicU64,
+    pub wins: std::sync::atomic::AtomicU64,
     /// Requests parked, ever.
-    pub waits: AtomicU64,
+    pub waits: std::sync::atomic::AtomicU64,
     /// Parked requests released by a write, delete or flush of their key.
-    pub released: AtomicU64,
+    pub released: std::sync::atomic::AtomicU64,
     /// Parked requests whose window ended first (they then missed).
-    pub timeouts: AtomicU64,
+    pub timeouts: std::sync::atomic::AtomicU64,
     /// Getters that would have been parked but a cap was reached (they
     /// missed instead).
-    pub overflows: AtomicU64,
+    pub overflows: std::sync::atomic::AtomicU64,
 }
 
 pub struct Coalescer {
@@ -125,6 +140,9 @@ pub struct Coalescer {
     dirty: Box<[AtomicBool]>,
     /// Per worker: how to interrupt its `poll` (set once the workers exist).
     wakers: OnceLock<Vec<Arc<mio::Waker>>>,
+    /// The same, for the workers of a loom model.
+    #[cfg(loom)]
+    model_wakers: OnceLock<Vec<Arc<crate::state::sync::ModelWaker>>>,
     pub stats: CoalesceStats,
 }
 
@@ -140,6 +158,8 @@ impl Coalescer {
             parked_now: AtomicU32::new(0),
             dirty: (0..workers).map(|_| AtomicBool::new(false)).collect(),
             wakers: OnceLock::new(),
+            #[cfg(loom)]
+            model_wakers: OnceLock::new(),
             stats: CoalesceStats::default(),
         }
     }
@@ -152,6 +172,12 @@ impl Coalescer {
     /// The workers' wakers, in worker order (called once at start-up).
     pub fn set_wakers(&self, wakers: Vec<Arc<mio::Waker>>) {
         let _ = self.wakers.set(wakers);
+    }
+
+    /// The wakers of a loom model's workers, in worker order.
+    #[cfg(loom)]
+    pub fn set_model_wakers(&self, wakers: Vec<Arc<crate::state::sync::ModelWaker>>) {
+        let _ = self.model_wakers.set(wakers);
     }
 
     /// Requests parked in the whole server now.
@@ -213,19 +239,55 @@ impl Coalescer {
         // What is left of the round's window (a lost race: the whole window).
         let left = Duration::from_millis(left_ms as u64).min(window);
         let left = if left.is_zero() { window } else { left };
-        if slot.parked.fetch_add(1, SeqCst) >= self.config.max_per_key {
-            slot.parked.fetch_sub(1, SeqCst);
-            self.stats.overflows.fetch_add(1, Relaxed);
-            return ColdVerdict::Miss;
-        }
-        if self.parked_now.fetch_add(1, Relaxed) >= self.config.max_total {
-            self.parked_now.fetch_sub(1, Relaxed);
-            slot.parked.fetch_sub(1, SeqCst);
+        if !self.count_parked(slot) {
             self.stats.overflows.fetch_add(1, Relaxed);
             return ColdVerdict::Miss;
         }
         self.stats.waits.fetch_add(1, Relaxed);
         ColdVerdict::Park(Ticket { slot: i as u32, gen: seen.gen, flush_gen: seen.flush_gen, deadline: now + left })
+    }
+
+    /// Counts a request parking on `slot`, in the slot and in the whole
+    /// server, unless that passes a cap (then nothing is counted).
+    #[inline]
+    fn count_parked(&self, slot: &Slot) -> bool {
+        #[cfg(loom)]
+        if crate::state::sync::flaw::on(crate::state::sync::flaw::Flaw::FlushCountRelaxed) {
+            return self.count_parked_relaxed(slot);
+        }
+        if slot.parked.fetch_add(1, SeqCst) >= self.config.max_per_key {
+            slot.parked.fetch_sub(1, SeqCst);
+            return false;
+        }
+        // `on_flush` reads this count as `on_write` reads the slot's, so it
+        // is counted the same way (a `Relaxed` count here let a flush miss
+        // a getter parking at that moment: tests/loom_coalesce.rs).
+        if self.parked_now.fetch_add(1, SeqCst) >= self.config.max_total {
+            self.parked_now.fetch_sub(1, Relaxed);
+            slot.parked.fetch_sub(1, SeqCst);
+            return false;
+        }
+        // Both counts are ordered before the generations `released` reads
+        // next (module docs).
+        seqcst_point();
+        true
+    }
+
+    /// `count_parked` with the server-wide count `Relaxed`, as it was
+    /// (loom models only).
+    #[cfg(loom)]
+    fn count_parked_relaxed(&self, slot: &Slot) -> bool {
+        if slot.parked.fetch_add(1, SeqCst) >= self.config.max_per_key {
+            slot.parked.fetch_sub(1, SeqCst);
+            return false;
+        }
+        seqcst_point();
+        if self.parked_now.fetch_add(1, Relaxed) >= self.config.max_total {
+            self.parked_now.fetch_sub(1, Relaxed);
+            slot.parked.fetch_sub(1, SeqCst);
+            return false;
+        }
+        true
     }
 
     /// Whether a parked request may run again: its key was written or
@@ -234,6 +296,10 @@ impl Coalescer {
         let slot = &self.slots[t.slot as usize];
         if slot.gen.load(SeqCst) != t.gen || self.flush_gen.load(SeqCst) != t.flush_gen {
             return Some(false);
+        }
+        #[cfg(loom)]
+        if crate::state::sync::flaw::on(crate::state::sync::flaw::Flaw::DeadlineIgnored) {
+            return None;
         }
         (now >= t.deadline).then_some(true)
     }
@@ -260,19 +326,74 @@ impl Coalescer {
     pub fn on_write(&self, key: &[u8]) {
         let (i, tag) = self.slot_of(key);
         let slot = &self.slots[i];
-        slot.gen.fetch_add(1, SeqCst);
-        let cur = slot.owner.load(Relaxed);
-        if (cur >> 32) as u32 == tag {
-            let _ = slot.owner.compare_exchange(cur, 0, Relaxed, Relaxed);
+        // The round ends before the generation moves: a getter that sees
+        // the new generation (its snapshot, taken before its lookup) then
+        // sees the round over and starts one rather than parking behind it,
+        // where nothing would release it but the old winner's write or the
+        // window (tests/loom_coalesce.rs found that with a delete, which
+        // calls this before it removes the item).
+        #[cfg(loom)]
+        if self.on_write_flawed(slot, tag) {
+            return;
         }
+        end_round(slot, tag);
+        slot.gen.fetch_add(1, SeqCst);
+        // Ordered before the parked count read next (module docs).
+        seqcst_point();
         if slot.parked.load(SeqCst) > 0 {
             self.wake_all();
         }
     }
 
+    /// `on_write` with a deliberate flaw, if one is on (loom models only).
+    #[cfg(loom)]
+    fn on_write_flawed(&self, slot: &Slot, tag: u32) -> bool {
+        use crate::state::sync::flaw::{on, Flaw};
+        if on(Flaw::CountBeforeBump) {
+            end_round(slot, tag);
+            let parked = slot.parked.load(SeqCst);
+            slot.gen.fetch_add(1, SeqCst);
+            seqcst_point();
+            if parked > 0 {
+                self.wake_all();
+            }
+        } else if on(Flaw::RoundEndsAfterBump) {
+            slot.gen.fetch_add(1, SeqCst);
+            seqcst_point();
+            end_round(slot, tag);
+            if slot.parked.load(SeqCst) > 0 {
+                self.wake_all();
+            }
+        } else {
+            return false;
+        }
+        true
+    }
+
     /// `flush_all`: release every parked request (each misses).
     pub fn on_flush(&self) {
+        #[cfg(loom)]
+        if crate::state::sync::flaw::on(crate::state::sync::flaw::Flaw::RoundEndsAfterBump) {
+            return self.on_flush_round_ends_late();
+        }
+        // Rounds end before the flush generation moves (see `on_write`).
+        for s in self.slots.iter() {
+            s.owner.store(0, Relaxed);
+        }
         self.flush_gen.fetch_add(1, SeqCst);
+        // Ordered before the parked count read next (module docs).
+        seqcst_point();
+        if self.parked_now.load(SeqCst) > 0 {
+            self.wake_all();
+        }
+    }
+
+    /// `on_flush` ending the rounds after the flush generation moves, as
+    /// it did (loom models only).
+    #[cfg(loom)]
+    fn on_flush_round_ends_late(&self) {
+        self.flush_gen.fetch_add(1, SeqCst);
+        seqcst_point();
         for s in self.slots.iter() {
             s.owner.store(0, Relaxed);
         }
@@ -292,6 +413,12 @@ impl Coalescer {
                 let _ = w.wake();
             }
         }
+        #[cfg(loom)]
+        if let Some(wakers) = self.model_wakers.get() {
+            for w in wakers {
+                w.wake();
+            }
+        }
     }
 }
 
@@ -308,6 +435,15 @@ impl Coalescer {
         if let Some(d) = self.dirty.get(id) {
             d.store(true, Release);
         }
+    }
+}
+
+/// Ends the slot's round if it is `tag`'s (the next miss starts one).
+#[inline]
+fn end_round(slot: &Slot, tag: u32) {
+    let cur = slot.owner.load(Relaxed);
+    if (cur >> 32) as u32 == tag {
+        let _ = slot.owner.compare_exchange(cur, 0, Relaxed, Relaxed);
     }
 }
 

@@ -20,4 +20,5 @@ pub mod sasl;
 pub mod server;
 pub mod shelf;
 pub mod stats;
+pub mod sync;
 pub mod tls;

@@ -1,0 +1,120 @@
+//! The synchronization of the server's shared state whose correctness is
+//! about interleavings — the connection budget ([`budget`](super::budget))
+//! and coalesced cold misses ([`coalesce`](super::coalesce)) — behind one
+//! door, so that a `--cfg loom` build swaps in loom's model types and its
+//! models (`tests/loom_*.rs`, run by `scripts/loom`) check every
+//! interleaving of them. Everything else in `state` keeps `std`.
+//!
+//! In a normal build this is `std` itself (re-exports, and an empty inline
+//! function for [`seqcst_point`]): the modules that import from here compile
+//! to exactly what they would with `std`.
+//!
+//! loom rather than shuttle: the budget's counters are `Relaxed` and
+//! coalescing's wake-up is a `SeqCst` handshake between two atomics; loom
+//! explores the weak-memory outcomes of each access, shuttle only
+//! sequentially consistent ones, which cannot show either kind of bug.
+
+#[cfg(not(loom))]
+pub use std::sync::{
+    atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize},
+    Mutex,
+};
+
+#[cfg(loom)]
+pub use loom::sync::{
+    atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize},
+    Mutex,
+};
+
+/// Marks a `SeqCst` write that a later `SeqCst` read of another atomic, in
+/// this thread, relies on being ordered with (the two halves of a
+/// store-then-load handshake, as coalescing's parker and writer). The
+/// accesses themselves already are; loom, though, treats `SeqCst` accesses
+/// as `AcqRel` (its README, "Unsupported features") and would report
+/// lost wake-ups that cannot happen, so under loom this is the `SeqCst`
+/// fence that gives loom the same single order. Nothing otherwise.
+#[inline(always)]
+pub fn seqcst_point() {
+    #[cfg(loom)]
+    loom::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+}
+
+/// A worker's wake-up as loom sees it (`--cfg loom` only): what
+/// `mio::Waker::wake` does to the worker's `poll` (an eventfd: a wake before
+/// the poll is kept for it, several coalesce into one).
+#[cfg(loom)]
+pub struct ModelWaker(loom::sync::Notify);
+
+#[cfg(loom)]
+impl ModelWaker {
+    pub fn new() -> ModelWaker {
+        ModelWaker(loom::sync::Notify::new())
+    }
+
+    pub fn wake(&self) {
+        self.0.notify();
+    }
+
+    /// The worker's `poll`: returns once woken (since it last returned).
+    pub fn poll(&self) {
+        self.0.wait();
+    }
+}
+
+#[cfg(loom)]
+impl Default for ModelWaker {
+    fn default() -> ModelWaker {
+        ModelWaker::new()
+    }
+}
+
+/// Deliberate bugs a loom model must catch (`--cfg loom` builds only): a
+/// model that passes with its flaw switched on checks nothing. Each is one
+/// small, plausible change at one place in the code under test, switched on
+/// for the current test's thread only (loom runs a model's threads on the
+/// thread that called it).
+#[cfg(loom)]
+pub mod flaw {
+    use std::cell::Cell;
+
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Flaw {
+        /// The budget checks for room and then adds, in two steps.
+        CheckThenTake,
+        /// A gauge moves by a load and a store instead of one atomic add.
+        GaugeLoadStore,
+        /// A writer reads the parked count before bumping the generation.
+        CountBeforeBump,
+        /// A writer ends the key's round after bumping the generation (as
+        /// `on_write` did before the model found it).
+        RoundEndsAfterBump,
+        /// The server-wide parked count, which `on_flush` reads, is
+        /// counted `Relaxed` (as it was before the model found it).
+        FlushCountRelaxed,
+        /// A parked request is never released by the end of its window.
+        DeadlineIgnored,
+    }
+
+    thread_local! {
+        static ON: Cell<Option<Flaw>> = const { Cell::new(None) };
+    }
+
+    /// Whether `f` is switched on.
+    pub fn on(f: Flaw) -> bool {
+        ON.with(|c| c.get() == Some(f))
+    }
+
+    /// Runs `body` with `f` switched on (off again afterwards, even if
+    /// `body` panics, as a model that catches the flaw does).
+    pub fn with<R>(f: Flaw, body: impl FnOnce() -> R) -> R {
+        struct Off;
+        impl Drop for Off {
+            fn drop(&mut self) {
+                ON.with(|c| c.set(None));
+            }
+        }
+        ON.with(|c| c.set(Some(f)));
+        let _off = Off;
+        body()
+    }
+}
