@@ -18,7 +18,7 @@
 use crate::conn::session::{Session, Status};
 use crate::net::registry::{ConnInfo, ConnState};
 use crate::net::stream::Stream;
-use crate::state::config::{parse_args, Command};
+use crate::state::config::{parse_args, Command, Protocol};
 use crate::state::server::{Server, Shutdown};
 use crate::trace::observe::Obs;
 use crate::trace::WorkerTrace;
@@ -42,6 +42,8 @@ struct Conn {
     peer: UnixStream,
     replies: Vec<u8>,
     reply_bytes: u64,
+    /// The first byte the client sent (which protocol it speaks under `-B auto`).
+    first: Option<u8>,
 }
 
 /// A server and its connections, served on the calling thread.
@@ -84,7 +86,7 @@ impl Harness {
         let info = Arc::new(ConnInfo::new(fd, "harness".into(), None, ConnState::Waiting, now));
         let stream = Stream::Unix(mio::net::UnixStream::from_std(ours));
         let session = Session::new(stream, info, now, self.srv.budget.clone(), self.srv.auth.is_none() && !self.srv.settings.sasl);
-        self.conns.push(Conn { session: Some(session), peer, replies: Vec::new(), reply_bytes: 0 });
+        self.conns.push(Conn { session: Some(session), peer, replies: Vec::new(), reply_bytes: 0, first: None });
         Ok(self.conns.len() - 1)
     }
 
@@ -96,6 +98,7 @@ impl Harness {
             if c.session.is_none() {
                 return false;
             }
+            c.first = c.first.or(chunk.first().copied());
             let mut written = 0;
             while written < chunk.len() {
                 match c.peer.write(&chunk[written..]) {
@@ -128,6 +131,27 @@ impl Harness {
     /// and how many bytes came in all.
     pub fn replies(&self, conn: usize) -> (&[u8], u64) {
         self.conns.get(conn).map_or((&[][..], 0), |c| (&c.replies[..], c.reply_bytes))
+    }
+
+    /// Whether `conn` speaks the binary protocol (`-B binary`, or its first
+    /// byte under `-B auto`; `-Y` connections start in text).
+    pub fn speaks_binary(&self, conn: usize) -> bool {
+        let first = self.conns.get(conn).and_then(|c| c.first);
+        match self.srv.settings.protocol {
+            Protocol::Binary => true,
+            Protocol::Ascii => false,
+            Protocol::Auto => self.srv.auth.is_none() && first.is_some_and(larder_proto::binary::is_binary),
+        }
+    }
+
+    /// The store's segment size and the largest item (`-I`): the lengths
+    /// around which the interesting paths switch.
+    pub fn segment_size(&self) -> usize {
+        self.srv.store.stats().segment_size as usize
+    }
+
+    pub fn item_size_max(&self) -> usize {
+        self.srv.settings.item_size_max
     }
 
     /// Whether the server closed `conn`.
