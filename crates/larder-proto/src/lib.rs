@@ -24,6 +24,8 @@ pub mod reply;
 pub mod text;
 
 #[doc(hidden)]
+pub mod encode;
+#[doc(hidden)]
 pub mod invariants;
 
 pub use meta::{MetaCommand, MetaFlags, MetaRequest};

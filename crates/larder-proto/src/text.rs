@@ -347,8 +347,10 @@ pub fn parse_input<'a>(input: Input<'a>, limits: &Limits) -> Parsed<'a> {
 pub fn waiting_shape(buf: &[u8], needed: usize) -> Option<Shape> {
     let head = buf.iter().position(|&b| b == b'\n')? + 1;
     let value = needed.checked_sub(head + 2)?;
-    // `<command> <key> ...` (storage and `ms` alike)
-    let key_len = buf[..head].split(|&b| b == b' ' || b == b'\r' || b == b'\n').filter(|t| !t.is_empty()).nth(1)?.len();
+    // `<command> <key> ...` (storage and `ms` alike), tokenised as the
+    // parser does: only spaces separate tokens, so a `\r` inside a key is
+    // part of it (the key is never the line's last token here).
+    let key_len = buf[..head].split(|&b| b == b' ').filter(|t| !t.is_empty()).nth(1)?.len();
     Some(Shape { head, value, trailer: 2, key_len })
 }
 
