@@ -452,10 +452,14 @@ impl Store {
         // Index room for what is coming (spread evenly over the shards by
         // the hash), so loading never re-hashes a growing index.
         // and the index the writer had (memory permitting).
+        // The hints are the file's word (a checksum is no signature): no
+        // more than this store's memory could index, at 8 bytes a slot, so
+        // sizing an index from them cannot overflow.
         let n = self.shards.len();
-        let hint = u32_at(&h, 56) as usize;
+        let most = self.pool.limit() / 8;
+        let hint = (u32_at(&h, 56) as usize).min(most);
         let items = hint.div_ceil(n) + hint.div_ceil(n) / 16;
-        let slots = usize::try_from(u64_at(&h, 60)).unwrap_or(usize::MAX) / n;
+        let slots = usize::try_from(u64_at(&h, 60)).unwrap_or(usize::MAX).min(most) / n;
         for s in self.shards.iter() {
             s.0.lock().unwrap_or_else(|e| e.into_inner()).presize_index(&self.env(clock.now), items, slots, &mut crate::Unreported);
         }
@@ -672,4 +676,35 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
         }
     }
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Config;
+
+    /// fuzz/regressions/snapshot_load: a snapshot whose header (checksum
+    /// recomputed) claims 2^62 index slots. On a store of a few shards
+    /// sizing the index from that overflowed (a panic with overflow
+    /// checks, a capacity-overflow panic without): the load must go on,
+    /// the hint capped by the store's memory.
+    #[test]
+    fn index_hints_beyond_memory_are_capped() {
+        let clock = SnapshotClock { now: 10, unix_now: 1_700_000_000 };
+        let small = || Store::new(Config { memory_limit: 2 << 20, item_size_max: 1 << 20, ..Config::default() }).unwrap();
+        let src = small();
+        src.store(Mode::Set, b"k", 0, 0, b"v", clock.now);
+        let mut file = Vec::new();
+        src.save_snapshot(&mut file, clock, "t").unwrap();
+        for (items, slots) in [(u32::MAX, 1u64 << 62), (0, u64::MAX), (u32::MAX, (1 << 63) + 12345)] {
+            file[56..60].copy_from_slice(&items.to_le_bytes());
+            file[60..68].copy_from_slice(&slots.to_le_bytes());
+            let crc = crate::crc32c::crc32c(&file[..HEADER_CRC]);
+            file[HEADER_CRC..HEADER_LEN].copy_from_slice(&crc.to_le_bytes());
+            let dst = small();
+            let rep = dst.load_snapshot(file.as_slice(), clock).unwrap();
+            assert_eq!(rep.items, 1);
+            assert!(matches!(dst.get(b"k", clock.now, |it| it.value.to_vec()), crate::Lookup::Hit(v) if v == b"v"));
+        }
+    }
 }
