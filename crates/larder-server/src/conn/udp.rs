@@ -37,6 +37,33 @@ const MAX_DATAGRAM: usize = 1400;
 /// Reply bytes per datagram (memcached's UDP_DATA_SIZE).
 const CHUNK: usize = MAX_DATAGRAM - HEADER;
 
+/// A request datagram's frame header (the payload follows it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frame<'a> {
+    /// Echoed in every datagram of the reply.
+    pub request_id: [u8; 2],
+    pub sequence: u16,
+    /// Datagrams in the request: always 1 here (see [`frame`]).
+    pub total: u16,
+    /// The request bytes after the header (text or binary, decided by
+    /// their first byte).
+    pub payload: &'a [u8],
+}
+
+/// The frame of a received datagram, or `None` for one that is dropped
+/// unanswered: shorter than the header, or one of several datagrams of a
+/// request (memcached serves only requests that fit one). Pure, for the
+/// fuzz target (`fuzz/fuzz_targets/udp_frame.rs`).
+pub fn frame(datagram: &[u8]) -> Option<Frame<'_>> {
+    let (header, payload) = (datagram.get(..HEADER)?, &datagram[HEADER..]);
+    let total = u16::from_be_bytes([header[4], header[5]]);
+    if total != 1 {
+        return None;
+    }
+    let request_id = [header[0], header[1]];
+    Some(Frame { request_id, sequence: u16::from_be_bytes([header[2], header[3]]), total, payload })
+}
+
 pub struct UdpHandler {
     socket: UdpSocket,
     rbuf: Vec<u8>,
@@ -68,15 +95,7 @@ impl UdpHandler {
                 Err(_) => return,
             };
             bump(&ws.bytes_read, n as u64);
-            if n < HEADER {
-                continue;
-            }
-            let header = &self.rbuf[..HEADER];
-            let request_id = [header[0], header[1]];
-            let total = u16::from_be_bytes([header[4], header[5]]);
-            if total != 1 {
-                continue;
-            }
+            let Some(Frame { request_id, .. }) = frame(&self.rbuf[..n]) else { continue };
             self.out.clear();
             let mut pos = HEADER;
             // memcached decides text or binary per datagram by its first byte.
