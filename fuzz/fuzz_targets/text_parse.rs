@@ -1,7 +1,9 @@
 //! Fuzz the text protocol parser: any byte stream, parsed request after
 //! request, must keep the invariants in `larder_proto::invariants` (no
 //! panic, progress, results that depend only on the bytes consumed, slices
-//! inside the buffer, prefixes incomplete).
+//! inside the buffer, prefixes incomplete, the request re-encoded parsing
+//! to an equivalent one, a storage command waiting for its data block
+//! parsing the same with the value received aside).
 #![no_main]
 
 use larder_proto::invariants::check_stream;

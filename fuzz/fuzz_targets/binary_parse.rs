@@ -1,0 +1,37 @@
+//! Fuzz the binary protocol parser: any byte stream, parsed packet after
+//! packet as a server advances through it (consumed, then swallowed
+//! bytes), with `larder_proto::invariants::check_binary_stream`: no panic,
+//! progress, results that depend only on the bytes consumed, slices inside
+//! the buffer, shorter prefixes incomplete, the request re-encoded parsing
+//! to an equal one, and a request waiting for its value laid out
+//! (`waiting_shape`) inside the bytes received and parsing the same with
+//! its value received aside.
+//!
+//! The first byte picks the mode: without SASL (`parse`), or with `-S`
+//! (`parse_sasl`) on a connection that has or has not authenticated; and
+//! the limits (the default `-I`, or a tiny one so that too-large paths are
+//! reached by short inputs). Header lengths are whatever the bytes say:
+//! the corpus holds hostile ones (fuzz/corpus/binary_parse/README).
+#![no_main]
+
+use larder_proto::invariants::check_binary_stream;
+use larder_proto::Limits;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let (pick, input) = match data.split_first() {
+        Some((&b, rest)) => (b, rest),
+        None => return,
+    };
+    let sasl = match pick & 3 {
+        0 | 3 => None,
+        1 => Some(false),
+        _ => Some(true),
+    };
+    let limits = if pick & 4 == 0 {
+        Limits::default()
+    } else {
+        Limits { item_size_max: 64 + usize::from(pick >> 3) * 16, ..Limits::default() }
+    };
+    check_binary_stream(input, &limits, sasl);
+});
