@@ -87,7 +87,7 @@ pub fn from_args(a: &Args) -> Result<CompareConfig, String> {
         rounds: a.parse_num("rounds")?.unwrap_or(if smoke { 1 } else { 3 }),
         smoke,
         only: a.str("scenarios").map(|s| s.split(',').map(str::to_string).collect()),
-        traces_dir: a.str("traces").unwrap_or_else(|| "/work/shared/traces".into()),
+        traces_dir: a.str("traces").unwrap_or_else(trace::default_dir),
         gen_cpu: a.str("gen-cpu").unwrap_or_else(|| "1".into()),
         json_out: a.str("json-out").unwrap_or_else(|| format!("{results_dir}/results.json")),
         chart: if a.flag("no-chart") { None } else { Some(a.str("chart").unwrap_or_else(|| format!("{results_dir}/benchmarks.png"))) },

@@ -76,7 +76,7 @@ fn main() {
 fn cmd_list(argv: &[String]) -> Result<i32, String> {
     let a = Args::parse(argv)?;
     let smoke = a.flag("smoke");
-    let traces = a.str("traces").unwrap_or_else(|| "/work/shared/traces".into());
+    let traces = a.str("traces").unwrap_or_else(trace::default_dir);
     a.check_unused()?;
     for s in scenarios::catalogue(smoke, &traces) {
         println!("{:24} {}", s.name, s.title);
@@ -95,7 +95,7 @@ fn cmd_run(argv: &[String]) -> Result<i32, String> {
         .ok_or("--server: no address")?;
     let smoke = a.flag("smoke");
     let name = a.str("scenario").unwrap_or_else(|| "get-hit".into());
-    let traces = a.str("traces").unwrap_or_else(|| "/work/shared/traces".into());
+    let traces = a.str("traces").unwrap_or_else(trace::default_dir);
     let mut sc = scenarios::catalogue(smoke, &traces).into_iter().find(|s| s.name == name).ok_or_else(|| format!("unknown scenario {name:?} (see `larder-bench list`)"))?;
     sc.knobs.apply(&a)?;
     let pid: Option<u32> = a.parse_num("pid")?;

@@ -1,7 +1,7 @@
 //! Hit ratio on real traces: load a cache2k trace and replay it as a look-aside cache would
 //! (`get`; on a miss, `set`), then report the hit ratio.
 //!
-//! Format (shared/traces/README.md): xz-compressed big-endian signed 32-bit integers, one key
+//! Format (traces/README.md): xz-compressed big-endian signed 32-bit integers, one key
 //! per request. Decompression runs the `xz` command (`xz -dc`): xz-utils is on every Debian
 //! system and in CI, and the traces are read once per run, so an xz decoder crate (and its
 //! C build or large pure-Rust dependency) buys nothing.
@@ -29,6 +29,12 @@ use std::time::{Duration, Instant};
 use crate::codec::{self, Frame};
 use crate::dist::{Rng, SizeDist};
 use crate::workload::{write_key, Values};
+
+/// Where the traces are unless `--traces DIR` says otherwise: `$LARDER_TRACES`, else the
+/// repository's own `traces/` (found from this crate's directory at build time).
+pub fn default_dir() -> String {
+    std::env::var("LARDER_TRACES").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../traces").to_string())
+}
 
 /// A loaded trace: one key id per request.
 pub struct Trace {

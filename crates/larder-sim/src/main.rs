@@ -49,7 +49,7 @@ struct Args {
 
 fn parse_args() -> Result<Args, String> {
     let mut a = Args {
-        traces: PathBuf::from("/work/shared/traces"),
+        traces: trace::default_dir(),
         segments: 64,
         json: PathBuf::from("larder-sim.json"),
         only: None,
@@ -90,7 +90,9 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let command: Vec<String> = std::env::args().collect();
+    // The program by its name, not by where it was built: the command goes into
+    // committed results (results.json), which name no path of a build machine.
+    let command: Vec<String> = std::env::args().enumerate().map(|(i, a)| if i == 0 { "larder-sim".to_string() } else { a }).collect();
     let command = command.join(" ");
     let mut rows = Vec::new();
     let mut files: Vec<PathBuf> = std::fs::read_dir(&args.traces)

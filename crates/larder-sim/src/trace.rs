@@ -1,4 +1,4 @@
-//! Loading the cache2k traces in /work/shared/traces.
+//! Loading the cache2k traces in the repository's `traces/` (see its README).
 //!
 //! Format (the traces' README): an xz-compressed sequence of big-endian
 //! signed 32-bit integers, one key per request, no sizes. Decompression pipes
@@ -7,7 +7,13 @@
 //! (liblzma's C build, or a large pure-Rust port) would be the crate's only
 //! dependency and buy nothing.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// Where the traces are unless `--traces DIR` says otherwise: `$LARDER_TRACES`, else the
+/// repository's own `traces/` (found from this crate's directory at build time).
+pub fn default_dir() -> PathBuf {
+    std::env::var_os("LARDER_TRACES").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces"))
+}
 
 /// A loaded trace: one key per request.
 pub struct Trace {
