@@ -228,6 +228,9 @@ pub const GAUGE_STATS: &[&str] = &[
     "read_buf_bytes_free",
     "curr_unfinished_connections",
     "detail_enabled",
+    // Seconds since the certificates were (re)loaded: reset by
+    // `refresh_certs`, so not a counter.
+    "time_since_server_cert_refresh",
 ];
 
 /// Writes the server's `stats` (name, value) pairs as `larder_<name>`:

@@ -121,6 +121,16 @@ fn the_124_byte_binary_request_over_tls_and_udp_leaves_the_server_up() {
     let mut want = vec![0x81, 0x01, 0, 0, 0, 0, 0, 0x04, 0, 0, 0, 17, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
     want.extend_from_slice(b"Invalid arguments");
     assert_eq!(t.exact(want.len()), want);
+    // Text and meta lines claiming hostile lengths, over TLS: memcached's
+    // replies, then the connection still serves.
+    let mut t = TlsClient::connect(tls);
+    t.expect(b"set k 0 0 4294967295\r\n", b"CLIENT_ERROR bad command line format\r\n");
+    // (as memcached 1.6.18: the next line is taken for the data block)
+    t.expect(b"ms k 4294967296\r\nmn\r\nmn\r\n", b"CLIENT_ERROR bad data chunk\r\nERROR\r\nMN\r\n");
+    t.send(b"set k 0 0 2000000\r\n");
+    t.send(&[b'z'; 2_000_002]);
+    assert_eq!(t.line(), "SERVER_ERROR object too large for cache\r\n");
+    t.expect(b"get canary2\r\n", b"VALUE canary2 7 22\r\nvalue-2-xxxxxxxxxxxxxx\r\nEND\r\n");
 
     // UDP: a request must fit one datagram; the header's claims go past it.
     let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
