@@ -457,7 +457,7 @@ class Side:
             elif line.startswith(b"STAT "):
                 p = line.split(b" ")
                 if len(p) > 1 and p[1].startswith(b"larder_"):
-                    continue  # larder's own figures, listed after memcached's (README)
+                    continue  # larder's own figures, listed after memcached's (docs/observability.md)
                 line = b"STAT " + (p[1] if len(p) > 1 else b"") + b" *\r\n"
             out.append(line)
         return out

@@ -22,7 +22,7 @@ def test_stream(seed):
         pytest.fail(f"reference server {diff.larder_servers.MEMCACHED_BIN} missing (apt-get install memcached)")
     # larder rejects a gat/gats line with an over-long key whole; memcached
     # touches the keys before the bad one, then reports the same error. The
-    # difference is documented in README.md; streams leave that case out.
+    # difference is documented in docs/differences.md; streams leave that case out.
     batches = diff.Gen(seed).stream(COUNT, no_long_key_gat=True)
     reports = diff.run_stream(batches, diff.larder_servers.MEMCACHED_BIN, diff.larder_servers.larder_bin(),
                               f"seed-{seed}")

@@ -294,7 +294,7 @@ fn a_hostile_udp_multi_get_does_not_copy_its_values() {
     }
 
     // 10,000 copies: about 1 GB, more than 65,535 datagrams can say.
-    // Nothing is sent (see README), memory stays put, the server serves.
+    // Nothing is sent (docs/memory.md), memory stays put, the server serves.
     let mut c = l.connect();
     let cut_before = c.stat("larder_udp_replies_cut");
     let (growth, dgs) = hostile_multi_get(&l, port, 10_000);

@@ -90,7 +90,7 @@ impl Model {
     /// memcached's global counter also puts it above versions from before
     /// a delete or expiry; larder's derived CAS does not promise that (a
     /// key that comes back may land in an older open segment of another
-    /// TTL class; README, "Differences").
+    /// TTL class; docs/differences.md).
     fn new_cas(&mut self, key: &[u8], cas: u64) {
         let name = String::from_utf8_lossy(key).into_owned();
         if let Some(prev) = self.items.get(key).and_then(|i| i.cas) {

@@ -2,7 +2,7 @@
 //! rustls configuration every new TLS connection starts from, rebuilt by
 //! `refresh_certs`.
 //!
-//! memcached's options map onto rustls as follows (README "TLS"):
+//! memcached's options map onto rustls as follows (docs/security.md, "TLS"):
 //!
 //! * `ssl_chain_cert`, `ssl_key`, `ssl_keyformat` (1 = PEM, 2 = DER, as
 //!   OpenSSL's `SSL_FILETYPE_*`): the server's certificate chain and key;
