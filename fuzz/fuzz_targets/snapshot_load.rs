@@ -36,8 +36,10 @@ const HEADER_CRC: usize = 68;
 const MAX_BLOCK: usize = (1 << 30) + (1 << 12);
 
 fn store() -> Store {
-    // Big enough that nothing a fuzz input holds is evicted or too large.
-    Store::new(Config { memory_limit: 8 << 20, item_size_max: 2 << 20, ..Config::default() }).unwrap()
+    // Big enough that nothing a fuzz input holds is evicted or too large;
+    // 4 KiB segments, so that values of a few KiB are already large
+    // objects (their own buffers, their own snapshot path) and cheap.
+    Store::new(Config { memory_limit: 8 << 20, item_size_max: 2 << 20, segment_size: 4096, ..Config::default() }).unwrap()
 }
 
 /// A store that loads only part of a file: one shard, a 4 KiB `-I`, and
@@ -250,8 +252,8 @@ fn written(s: &mut Script<'_>) -> (Vec<u8>, Vec<Vec<u8>>) {
         let mut key = s.take(klen).to_vec();
         key.push(b'0' + i); // distinct, never empty
         let size = s.byte();
-        // Mostly small; a few over the 64 KiB segments of this store.
-        let vlen = if size & 0xc0 == 0xc0 { usize::from(size & 0x3f) * 2048 } else { usize::from(size & 0x7f) };
+        // Mostly small; a few over the 4 KiB segments of this store.
+        let vlen = if size & 0xc0 == 0xc0 { usize::from(size & 0x3f) * 256 } else { usize::from(size & 0x7f) };
         let value: Vec<u8> = (0..vlen).map(|j| (j as u8).wrapping_mul(31) ^ i).collect();
         let flags = if size & 1 != 0 { s.u32() } else { 0 };
         let how = s.byte();
