@@ -16,7 +16,7 @@
 //! Broken variants that must fail: `CheckThenTake` (room checked, then
 //! added, in two steps) and `GaugeLoadStore` (a release that moves the
 //! gauge by a load and a store).
-#![cfg(loom)]
+#![cfg(larder_loom)]
 
 mod loom_support;
 

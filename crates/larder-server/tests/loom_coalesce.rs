@@ -27,7 +27,7 @@
 //! parked count that `on_flush` reads was counted `Relaxed`, so a flush
 //! and a getter parking at that moment could each miss the other: a lost
 //! wake-up on weakly ordered CPUs, where `Relaxed` and `SeqCst` differ).
-#![cfg(loom)]
+#![cfg(larder_loom)]
 
 mod loom_support;
 

@@ -111,7 +111,7 @@ impl LargeObject {
         // Set before any reference drops, so whichever thread drops the
         // last one (Arc's release/acquire) sees both.
         let _ = self.spill.set(spill.clone());
-        #[cfg(loom)]
+        #[cfg(larder_loom)]
         if sync::flaw::on(sync::flaw::Flaw::SpillUnmarked) {
             self.used.fetch_sub(self.len(), Relaxed);
             return;
@@ -297,7 +297,7 @@ impl DerefMut for SegBuf {
             SegBuf::Plain(b) => b,
             SegBuf::Large(o) => {
                 let unique = sync::Arc::strong_count(o) == 1;
-                #[cfg(loom)]
+                #[cfg(larder_loom)]
                 let unique = unique || sync::flaw::on(sync::flaw::Flaw::SealIgnored);
                 let end = if unique { o.len() } else { o.seal.load(Relaxed).min(o.len()) };
                 if unique {

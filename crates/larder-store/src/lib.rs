@@ -161,8 +161,8 @@ use std::sync::Arc;
 use sync::{Mutex, MutexGuard};
 
 /// The crate's internals the loom models (`tests/loom_*.rs`) drive; only
-/// `--cfg loom` builds have it.
-#[cfg(loom)]
+/// `--cfg larder_loom` builds have it.
+#[cfg(larder_loom)]
 #[doc(hidden)]
 pub use sync::model as loom_model;
 

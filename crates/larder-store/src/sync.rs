@@ -1,7 +1,12 @@
 //! The synchronization the store's concurrency protocols are built from,
-//! behind one door so that a `--cfg loom` build can swap in loom's model
+//! behind one door so that a `--cfg larder_loom` build can swap in loom's model
 //! types and check every interleaving of them (the models are
 //! `tests/loom_*.rs`, run by `scripts/loom`).
+//!
+//! The cfg is `larder_loom`, not the usual `loom`: `RUSTFLAGS` reach every
+//! crate of the build, and dependencies have loom modes of their own
+//! (tokio, under larder-server's admin listener, compiles `tokio::net` out
+//! under `cfg(loom)`, so larder-server would not build at all).
 //!
 //! In a normal build everything here is `std` itself (re-exports, and
 //! zero-sized no-ops for the access probes), so the modules that import from
@@ -21,13 +26,13 @@
 //! see either kind of bug. The models are small enough for loom's exhaustive
 //! (preemption-bounded) search.
 
-#[cfg(not(loom))]
+#[cfg(not(larder_loom))]
 pub(crate) use std::sync::{
     atomic::{AtomicBool, AtomicU64, AtomicUsize},
     Arc, Mutex, MutexGuard,
 };
 
-#[cfg(loom)]
+#[cfg(larder_loom)]
 pub(crate) use loom::sync::{
     atomic::{AtomicBool, AtomicU64, AtomicUsize},
     Arc, Mutex, MutexGuard,
@@ -43,7 +48,7 @@ pub(crate) use loom::sync::{
 /// `tests/loom_shard_locks.rs` runs this function from several threads.
 #[inline]
 pub(crate) fn lock_other<T>(shard: &Mutex<T>, holding_own: bool) -> Option<MutexGuard<'_, T>> {
-    #[cfg(loom)]
+    #[cfg(larder_loom)]
     let holding_own = holding_own && !flaw::on(flaw::Flaw::BlockingSecondLock);
     if holding_own {
         shard.try_lock().ok()
@@ -57,10 +62,10 @@ pub(crate) fn lock_other<T>(shard: &Mutex<T>, holding_own: bool) -> Option<Mutex
 /// under loom it is a `loom::cell::UnsafeCell<()>`, so loom reports a read
 /// and a write (or two writes) of the region that happens-before does not
 /// order; in a normal build it is zero-sized and its methods are empty.
-#[cfg(not(loom))]
+#[cfg(not(larder_loom))]
 pub(crate) struct Region;
 
-#[cfg(not(loom))]
+#[cfg(not(larder_loom))]
 impl Region {
     #[inline(always)]
     pub(crate) fn new() -> Region {
@@ -72,10 +77,10 @@ impl Region {
     pub(crate) fn write(&self) {}
 }
 
-#[cfg(loom)]
+#[cfg(larder_loom)]
 pub(crate) struct Region(loom::cell::UnsafeCell<()>);
 
-#[cfg(loom)]
+#[cfg(larder_loom)]
 impl Region {
     pub(crate) fn new() -> Region {
         Region(loom::cell::UnsafeCell::new(()))
@@ -88,13 +93,13 @@ impl Region {
     }
 }
 
-/// Deliberate bugs a loom model must catch (`--cfg loom` builds only): a
+/// Deliberate bugs a loom model must catch (`--cfg larder_loom` builds only): a
 /// model that passes with its flaw switched on checks nothing. Each flaw
 /// is one small, plausible change at one place in the code under test;
 /// it is switched on for the current test's thread only (loom runs a
 /// model's threads on the thread that called it), so the healthy models
 /// running beside it in the same test binary are untouched.
-#[cfg(loom)]
+#[cfg(larder_loom)]
 pub mod flaw {
     use std::cell::Cell;
 
@@ -139,9 +144,9 @@ pub mod flaw {
     }
 }
 
-/// What the loom models drive (`--cfg loom` builds only): the crate's own
+/// What the loom models drive (`--cfg larder_loom` builds only): the crate's own
 /// types and functions, not copies of them.
-#[cfg(loom)]
+#[cfg(larder_loom)]
 pub mod model {
     pub use super::flaw::{self, Flaw};
     pub use crate::large::{Landing, PinSpill, Pinned, SegBuf};

@@ -107,7 +107,7 @@ impl ValueRef {
         let Some(end) = from.checked_add(dst.len()).filter(|&e| e <= self.len()) else {
             return false;
         };
-        #[cfg(loom)]
+        #[cfg(larder_loom)]
         if crate::sync::flaw::on(crate::sync::flaw::Flaw::CopyAfterUnlock) {
             return self.copy_after_unlock(shard, segs, from, end, dst);
         }
@@ -117,7 +117,7 @@ impl ValueRef {
         };
         let start = self.off as usize;
         let same_gen = seg.gen == self.gen;
-        #[cfg(loom)]
+        #[cfg(larder_loom)]
         let same_gen = same_gen || crate::sync::flaw::on(crate::sync::flaw::Flaw::NoGenerationCheck);
         if !same_gen || seg.large || start + self.len() > seg.write_off {
             return false;
@@ -129,7 +129,7 @@ impl ValueRef {
     /// The flaw [`CopyAfterUnlock`](crate::sync::flaw::Flaw::CopyAfterUnlock):
     /// the generation checked under one holding of the lock, the bytes
     /// copied under another.
-    #[cfg(loom)]
+    #[cfg(larder_loom)]
     fn copy_after_unlock<S>(&self, shard: &Mutex<S>, segs: impl Fn(&S) -> &SegTable, from: usize, end: usize, dst: &mut [u8]) -> bool {
         let start = self.off as usize;
         let current = {

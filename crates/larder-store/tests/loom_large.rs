@@ -22,7 +22,7 @@
 //! covers the value while it is pinned) and `SpillUnmarked` (a pinned
 //! object's charge moved to the spill without saying so, so the last release
 //! gives it back to `-m` a second time).
-#![cfg(loom)]
+#![cfg(larder_loom)]
 
 mod loom_support;
 

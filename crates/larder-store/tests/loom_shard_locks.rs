@@ -12,7 +12,7 @@
 //!
 //! Broken variant that must fail: `BlockingSecondLock` (a thread holding
 //! its shard waits for another's lock, as a plain `lock()` there would).
-#![cfg(loom)]
+#![cfg(larder_loom)]
 
 mod loom_support;
 

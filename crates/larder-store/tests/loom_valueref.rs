@@ -16,7 +16,7 @@
 //! Broken variants that must fail: `NoGenerationCheck` (the copy trusts the
 //! segment id) and `CopyAfterUnlock` (generation checked under one holding
 //! of the shard lock, bytes copied under another).
-#![cfg(loom)]
+#![cfg(larder_loom)]
 
 mod loom_support;
 

@@ -89,7 +89,7 @@ impl ConnBudget {
     /// take the last of it).
     #[inline]
     fn take_within(&self, n: usize) -> bool {
-        #[cfg(loom)]
+        #[cfg(larder_loom)]
         if crate::state::sync::flaw::on(crate::state::sync::flaw::Flaw::CheckThenTake) {
             if self.used.load(Relaxed) + n > self.limit {
                 return false;
@@ -203,7 +203,7 @@ impl ConnBudget {
 /// Move a shared gauge from `old` to `new` (no atomic operation when equal).
 #[inline]
 fn move_by(gauge: &AtomicUsize, old: usize, new: usize) {
-    #[cfg(loom)]
+    #[cfg(larder_loom)]
     if crate::state::sync::flaw::on(crate::state::sync::flaw::Flaw::GaugeLoadStore) {
         let v = gauge.load(Relaxed);
         gauge.store((v + new).wrapping_sub(old), Relaxed);

@@ -42,9 +42,9 @@ use std::sync::atomic::Ordering::*;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-#[cfg(not(loom))]
+#[cfg(not(larder_loom))]
 const SLOTS: usize = 16384;
-#[cfg(loom)]
+#[cfg(larder_loom)]
 const SLOTS: usize = 1;
 
 /// `-o coalesce` settings.
@@ -141,7 +141,7 @@ pub struct Coalescer {
     /// Per worker: how to interrupt its `poll` (set once the workers exist).
     wakers: OnceLock<Vec<Arc<mio::Waker>>>,
     /// The same, for the workers of a loom model.
-    #[cfg(loom)]
+    #[cfg(larder_loom)]
     model_wakers: OnceLock<Vec<Arc<crate::state::sync::ModelWaker>>>,
     pub stats: CoalesceStats,
 }
@@ -158,7 +158,7 @@ impl Coalescer {
             parked_now: AtomicU32::new(0),
             dirty: (0..workers).map(|_| AtomicBool::new(false)).collect(),
             wakers: OnceLock::new(),
-            #[cfg(loom)]
+            #[cfg(larder_loom)]
             model_wakers: OnceLock::new(),
             stats: CoalesceStats::default(),
         }
@@ -175,7 +175,7 @@ impl Coalescer {
     }
 
     /// The wakers of a loom model's workers, in worker order.
-    #[cfg(loom)]
+    #[cfg(larder_loom)]
     pub fn set_model_wakers(&self, wakers: Vec<Arc<crate::state::sync::ModelWaker>>) {
         let _ = self.model_wakers.set(wakers);
     }
@@ -251,7 +251,7 @@ impl Coalescer {
     /// server, unless that passes a cap (then nothing is counted).
     #[inline]
     fn count_parked(&self, slot: &Slot) -> bool {
-        #[cfg(loom)]
+        #[cfg(larder_loom)]
         if crate::state::sync::flaw::on(crate::state::sync::flaw::Flaw::FlushCountRelaxed) {
             return self.count_parked_relaxed(slot);
         }
@@ -275,7 +275,7 @@ impl Coalescer {
 
     /// `count_parked` with the server-wide count `Relaxed`, as it was
     /// (loom models only).
-    #[cfg(loom)]
+    #[cfg(larder_loom)]
     fn count_parked_relaxed(&self, slot: &Slot) -> bool {
         if slot.parked.fetch_add(1, SeqCst) >= self.config.max_per_key {
             slot.parked.fetch_sub(1, SeqCst);
@@ -297,7 +297,7 @@ impl Coalescer {
         if slot.gen.load(SeqCst) != t.gen || self.flush_gen.load(SeqCst) != t.flush_gen {
             return Some(false);
         }
-        #[cfg(loom)]
+        #[cfg(larder_loom)]
         if crate::state::sync::flaw::on(crate::state::sync::flaw::Flaw::DeadlineIgnored) {
             return None;
         }
@@ -332,7 +332,7 @@ impl Coalescer {
         // where nothing would release it but the old winner's write or the
         // window (tests/loom_coalesce.rs found that with a delete, which
         // calls this before it removes the item).
-        #[cfg(loom)]
+        #[cfg(larder_loom)]
         if self.on_write_flawed(slot, tag) {
             return;
         }
@@ -346,7 +346,7 @@ impl Coalescer {
     }
 
     /// `on_write` with a deliberate flaw, if one is on (loom models only).
-    #[cfg(loom)]
+    #[cfg(larder_loom)]
     fn on_write_flawed(&self, slot: &Slot, tag: u32) -> bool {
         use crate::state::sync::flaw::{on, Flaw};
         if on(Flaw::CountBeforeBump) {
@@ -372,7 +372,7 @@ impl Coalescer {
 
     /// `flush_all`: release every parked request (each misses).
     pub fn on_flush(&self) {
-        #[cfg(loom)]
+        #[cfg(larder_loom)]
         if crate::state::sync::flaw::on(crate::state::sync::flaw::Flaw::RoundEndsAfterBump) {
             return self.on_flush_round_ends_late();
         }
@@ -390,7 +390,7 @@ impl Coalescer {
 
     /// `on_flush` ending the rounds after the flush generation moves, as
     /// it did (loom models only).
-    #[cfg(loom)]
+    #[cfg(larder_loom)]
     fn on_flush_round_ends_late(&self) {
         self.flush_gen.fetch_add(1, SeqCst);
         seqcst_point();
@@ -413,7 +413,7 @@ impl Coalescer {
                 let _ = w.wake();
             }
         }
-        #[cfg(loom)]
+        #[cfg(larder_loom)]
         if let Some(wakers) = self.model_wakers.get() {
             for w in wakers {
                 w.wake();

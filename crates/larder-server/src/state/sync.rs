@@ -1,9 +1,13 @@
 //! The synchronization of the server's shared state whose correctness is
 //! about interleavings — the connection budget ([`budget`](super::budget))
 //! and coalesced cold misses ([`coalesce`](super::coalesce)) — behind one
-//! door, so that a `--cfg loom` build swaps in loom's model types and its
+//! door, so that a `--cfg larder_loom` build swaps in loom's model types and its
 //! models (`tests/loom_*.rs`, run by `scripts/loom`) check every
 //! interleaving of them. Everything else in `state` keeps `std`.
+//!
+//! The cfg is `larder_loom`, not the usual `loom`, so that dependencies with
+//! loom modes of their own (tokio compiles `tokio::net` out under
+//! `cfg(loom)`) build as usual in the models' build.
 //!
 //! In a normal build this is `std` itself (re-exports, and an empty inline
 //! function for [`seqcst_point`]): the modules that import from here compile
@@ -14,13 +18,13 @@
 //! explores the weak-memory outcomes of each access, shuttle only
 //! sequentially consistent ones, which cannot show either kind of bug.
 
-#[cfg(not(loom))]
+#[cfg(not(larder_loom))]
 pub use std::sync::{
     atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize},
     Mutex,
 };
 
-#[cfg(loom)]
+#[cfg(larder_loom)]
 pub use loom::sync::{
     atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize},
     Mutex,
@@ -35,17 +39,17 @@ pub use loom::sync::{
 /// fence that gives loom the same single order. Nothing otherwise.
 #[inline(always)]
 pub fn seqcst_point() {
-    #[cfg(loom)]
+    #[cfg(larder_loom)]
     loom::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
 }
 
-/// A worker's wake-up as loom sees it (`--cfg loom` only): what
+/// A worker's wake-up as loom sees it (`--cfg larder_loom` only): what
 /// `mio::Waker::wake` does to the worker's `poll` (an eventfd: a wake before
 /// the poll is kept for it, several coalesce into one).
-#[cfg(loom)]
+#[cfg(larder_loom)]
 pub struct ModelWaker(loom::sync::Notify);
 
-#[cfg(loom)]
+#[cfg(larder_loom)]
 impl ModelWaker {
     pub fn new() -> ModelWaker {
         ModelWaker(loom::sync::Notify::new())
@@ -61,19 +65,19 @@ impl ModelWaker {
     }
 }
 
-#[cfg(loom)]
+#[cfg(larder_loom)]
 impl Default for ModelWaker {
     fn default() -> ModelWaker {
         ModelWaker::new()
     }
 }
 
-/// Deliberate bugs a loom model must catch (`--cfg loom` builds only): a
+/// Deliberate bugs a loom model must catch (`--cfg larder_loom` builds only): a
 /// model that passes with its flaw switched on checks nothing. Each is one
 /// small, plausible change at one place in the code under test, switched on
 /// for the current test's thread only (loom runs a model's threads on the
 /// thread that called it).
-#[cfg(loom)]
+#[cfg(larder_loom)]
 pub mod flaw {
     use std::cell::Cell;
 
