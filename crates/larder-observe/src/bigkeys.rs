@@ -59,6 +59,10 @@
 //! END
 //! ```
 //!
+//! With the server's `-X` (memcached's "no key dumps") the `key` lines are
+//! left out ([`BigKeys::render_hiding_keys`]): sizes, prefixes, ages and
+//! TTLs remain, the names do not.
+//!
 //! Keys and prefixes are escaped by [`crate::escape::escape_key`]
 //! (printable ASCII, no space, `%XX` for any other byte and for `%`), so a
 //! key holding any byte cannot forge lines; `user:1` prints as itself.
@@ -248,14 +252,25 @@ impl BigKeys {
     /// included. `now` is unix seconds; `delimiter` the prefix delimiter;
     /// `verify(key, size)` may drop entries the store no longer holds
     /// (pass `|_, _| true` to print the set as is).
-    pub fn render(&self, out: &mut Vec<u8>, now: u64, delimiter: u8, mut verify: impl FnMut(&[u8], u64) -> bool) {
+    pub fn render(&self, out: &mut Vec<u8>, now: u64, delimiter: u8, verify: impl FnMut(&[u8], u64) -> bool) {
+        self.render_opts(out, now, delimiter, false, verify)
+    }
+
+    /// [`BigKeys::render`] without the `key` lines (the server's `-X`).
+    pub fn render_hiding_keys(&self, out: &mut Vec<u8>, now: u64, delimiter: u8, verify: impl FnMut(&[u8], u64) -> bool) {
+        self.render_opts(out, now, delimiter, true, verify)
+    }
+
+    fn render_opts(&self, out: &mut Vec<u8>, now: u64, delimiter: u8, hide_keys: bool, mut verify: impl FnMut(&[u8], u64) -> bool) {
         let top = self.top();
         let mut rank = 0u64;
         for b in top.iter().filter(|b| verify(&b.key, b.size)) {
             rank += 1;
             let r = rank.to_string();
             let head = [&b"bigkey:"[..], r.as_bytes(), b":"].concat();
-            stat_key(out, &[&head, b"key"], &b.key);
+            if !hide_keys {
+                stat_key(out, &[&head, b"key"], &b.key);
+            }
             stat_u64(out, &[&head, b"size"], b.size);
             if let Some(p) = key_prefix(&b.key, delimiter) {
                 stat_key(out, &[&head, b"prefix"], p);
@@ -397,6 +412,15 @@ mod tests {
         let mut out = Vec::new();
         b.render(&mut out, 110, b':', |k, _| k != b"item:big");
         assert!(String::from_utf8(out).unwrap().starts_with("STAT bigkey:1:key plain\r\n"));
+        let mut out = Vec::new();
+        b.render_hiding_keys(&mut out, 110, b':', |_, _| true);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "STAT bigkey:1:size 10485800\r\nSTAT bigkey:1:prefix item\r\n\
+             STAT bigkey:1:age 10\r\nSTAT bigkey:1:ttl -1\r\n\
+             STAT bigkey:2:size 500\r\nSTAT bigkey:2:age 20\r\nSTAT bigkey:2:ttl 90\r\n\
+             STAT bigkeys_tracked 2\r\nSTAT bigkeys_limit 5\r\nEND\r\n"
+        );
     }
 
     #[test]

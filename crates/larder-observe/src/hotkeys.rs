@@ -120,11 +120,16 @@
 //! Keys are escaped by [`crate::escape::escape_key`] (printable ASCII, no
 //! space, `%XX` for any other byte and for `%`), so a key holding any byte
 //! cannot forge lines; `user:1` prints as itself.
+//!
+//! With the server's `-X` (memcached's "no key dumps") each `key` line is
+//! replaced by the key's prefix, `STAT hotkey:<kind>:<rank>:prefix <escaped
+//! prefix>` (no line when the key has no delimiter):
+//! [`HotKeys::render_hiding_keys`]. Counts and errors remain.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::util::{hash_bytes, stat_key, stat_u64};
+use crate::util::{hash_bytes, key_prefix, stat_key, stat_u64};
 
 /// Default counters per summary.
 pub const DEFAULT_COUNTERS: usize = 256;
@@ -532,6 +537,17 @@ impl HotKeys {
     /// `stats hotkeys` reply (format in the module docs), `END\r\n`
     /// included.
     pub fn render(&self, out: &mut Vec<u8>, now: u64, n: usize) {
+        self.render_opts(out, now, n, None)
+    }
+
+    /// [`HotKeys::render`] with each key's prefix (by `delimiter`) in place
+    /// of its name (the server's `-X`).
+    pub fn render_hiding_keys(&self, out: &mut Vec<u8>, now: u64, n: usize, delimiter: u8) {
+        self.render_opts(out, now, n, Some(delimiter))
+    }
+
+    /// `hide`: the delimiter of the prefixes shown instead of the keys.
+    fn render_opts(&self, out: &mut Vec<u8>, now: u64, n: usize, hide: Option<u8>) {
         let r = self.report(now, n);
         stat_u64(out, &[b"hotkeys_window"], r.window_secs);
         stat_u64(out, &[b"hotkeys_requests"], r.total_requests);
@@ -541,7 +557,14 @@ impl HotKeys {
             for (i, h) in list.iter().enumerate() {
                 let rank = (i + 1).to_string();
                 let head = [&b"hotkey:"[..], kind, b":", rank.as_bytes(), b":"].concat();
-                stat_key(out, &[&head, b"key"], &h.key);
+                match hide {
+                    None => stat_key(out, &[&head, b"key"], &h.key),
+                    Some(d) => {
+                        if let Some(p) = key_prefix(&h.key, d) {
+                            stat_key(out, &[&head, b"prefix"], p);
+                        }
+                    }
+                }
                 stat_u64(out, &[&head, b"count"], h.count);
                 stat_u64(out, &[&head, b"error"], h.error);
             }
@@ -794,6 +817,13 @@ mod tests {
         assert!(text.contains("STAT hotkey:requests:1:key session:hot\r\nSTAT hotkey:requests:1:count "));
         assert!(text.contains("STAT hotkey:bytes:1:key session:hot\r\n"));
         assert!(text.ends_with("\r\nEND\r\n"));
+        // -X: the prefix instead of the key, counts kept.
+        let mut out = Vec::new();
+        hk.render_hiding_keys(&mut out, now + 10, 1, b':');
+        let hidden = String::from_utf8(out).unwrap();
+        assert!(!hidden.contains("session:hot") && !hidden.contains(":key "), "{hidden}");
+        assert!(hidden.contains("STAT hotkey:requests:1:prefix session\r\nSTAT hotkey:requests:1:count "), "{hidden}");
+        assert_eq!(hidden.lines().count(), text.lines().count());
     }
 
     /// Four reads of a 10 MiB value among 400 000 small ones, sampled 1 in

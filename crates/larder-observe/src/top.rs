@@ -87,11 +87,25 @@ impl PrefixInfo {
 /// One hot or big key line.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct KeyInfo {
+    /// Empty when the server hides key names (`-X`: no `key` line).
     pub key: String,
+    /// The key's prefix, when the server sent one ([`display_key`]ed).
+    pub prefix: Option<String>,
     pub fields: HashMap<String, String>,
 }
 
 impl KeyInfo {
+    /// What the screen shows: the key, or for a server started with `-X`
+    /// (it lists sizes and counts but no key names) `(hidden)` with the
+    /// prefix when known.
+    pub fn shown(&self) -> String {
+        match (&self.key[..], &self.prefix) {
+            ("", Some(p)) => format!("(hidden: {p})"),
+            ("", None) => "(hidden)".to_string(),
+            (k, _) => k.to_string(),
+        }
+    }
+
     pub fn num(&self, f: &str) -> i64 {
         self.fields.get(f).and_then(|v| v.parse().ok()).unwrap_or(0)
     }
@@ -183,6 +197,9 @@ fn key_field(list: &mut Vec<KeyInfo>, rank: &str, field: &str, value: &str) {
     if field == "key" {
         list[r - 1].key = display_key(value);
     } else {
+        if field == "prefix" {
+            list[r - 1].prefix = Some(display_key(value));
+        }
         list[r - 1].fields.insert(field.to_string(), value.to_string());
     }
 }
@@ -340,8 +357,8 @@ pub fn render(cur: &Sample, prev: Option<&Sample>, server: &str, rows: usize) ->
         let w = cur.hot_window.map(|w| format!(" (last {w}s)")).unwrap_or_default();
         let _ = writeln!(o, "{:<32} {:>10}   {:<32} {:>11}", format!("HOT KEYS BY REQUESTS{w}"), "REQUESTS", "HOT KEYS BY BYTES SENT", "BYTES");
         for i in 0..rows.min(req.len().max(byt.len())) {
-            let (a, an) = req.get(i).map(|k| (clip(&k.key, 32), k.num("count").to_string())).unwrap_or_default();
-            let (b, bn) = byt.get(i).map(|k| (clip(&k.key, 32), human_bytes(k.num("count") as f64))).unwrap_or_default();
+            let (a, an) = req.get(i).map(|k| (clip(&k.shown(), 32), k.num("count").to_string())).unwrap_or_default();
+            let (b, bn) = byt.get(i).map(|k| (clip(&k.shown(), 32), human_bytes(k.num("count") as f64))).unwrap_or_default();
             let _ = writeln!(o, "{a:<32} {an:>10}   {b:<32} {bn:>11}");
         }
     }
@@ -354,7 +371,7 @@ pub fn render(cur: &Sample, prev: Option<&Sample>, server: &str, rows: usize) ->
             let _ = writeln!(
                 o,
                 "{:<40} {:>11} {:>10} {:>10}",
-                clip(&k.key, 40),
+                clip(&k.shown(), 40),
                 human_bytes(k.num("size") as f64),
                 human_secs(k.num("age") as f64),
                 if ttl < 0 { "never".to_string() } else { human_secs(ttl as f64) }
@@ -618,6 +635,36 @@ STAT bytes_written 52048\r\nSTAT limit_maxbytes 67108864\r\nSTAT bytes 33554432\
         assert!(lines[hot + 1].contains(" 30   item:3 "), "{screen}");
         let big = at("BIG KEYS");
         assert_eq!(lines[big + 1], format!("{:<40} {:>11} {:>10} {:>10}", "item:huge", "10.0 MiB", "0m10s", "never"));
+    }
+
+    /// A server started with -X lists no key names: the panels show
+    /// `(hidden)` with the prefix, and the figures.
+    #[test]
+    fn hidden_key_names() {
+        let hk = crate::hotkeys::HotKeys::new(16, 60);
+        let mut hw = hk.worker();
+        for _ in 0..30 {
+            hw.on_request(b"item:3", 5000, 1000);
+        }
+        hw.on_request(b"plain", 10, 1000);
+        let mut h = Vec::new();
+        hk.render_hiding_keys(&mut h, 1001, 5, b':');
+        let bk = crate::bigkeys::BigKeys::new(5, 1);
+        bk.on_store(b"item:huge", 10 << 20, 990, 0);
+        let mut b = Vec::new();
+        bk.render_hiding_keys(&mut b, 1000, b':', |_, _| true);
+        let mut s = Sample { at: 1.0, stats: pairs(STATS1).into_iter().collect(), ..Default::default() };
+        s.set_hotkeys(&parse_stats(std::str::from_utf8(&h).unwrap()));
+        s.set_bigkeys(&parse_stats(std::str::from_utf8(&b).unwrap()));
+        let screen = render(&s, None, "h:1", 10);
+        assert!(!screen.contains("item:3") && !screen.contains("item:huge"), "{screen}");
+        let lines: Vec<&str> = screen.lines().collect();
+        let at = |prefix: &str| lines.iter().position(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix}\n{screen}"));
+        let hot = at("HOT KEYS BY REQUESTS");
+        assert!(lines[hot + 1].starts_with("(hidden: item) ") && lines[hot + 1].contains(" 30 "), "{screen}");
+        assert!(lines[hot + 2].starts_with("(hidden) "), "{screen}");
+        let big = at("BIG KEYS");
+        assert_eq!(lines[big + 1], format!("{:<40} {:>11} {:>10} {:>10}", "(hidden: item)", "10.0 MiB", "0m10s", "never"));
     }
 
     #[test]

@@ -11,7 +11,9 @@
 //! * `GET /api/v1/prefixes` — the top prefixes by bytes, with their traffic.
 //! * `GET /api/v1/keys` — the big keys, the hot keys by requests and by
 //!   bytes (with each key's size and TTL, read with the store's
-//!   side-effect-free `peek`).
+//!   side-effect-free `peek`). With `-X` (no key dumps) every `key` is
+//!   `null` and `"key_names": "hidden"` says why; prefixes, sizes, counts
+//!   and TTLs remain.
 //! * `GET /api/v1/history` — the ring of [`super::history`] samples (fetched
 //!   once when the page opens; the page appends the newest sample of each
 //!   summary).
@@ -206,10 +208,17 @@ pub fn keys_json(srv: &Server) -> String {
         Some(p) => j.str("prefix", &escaped_key(p)),
         None => j.null("prefix"),
     };
+    // -X: memcached's "no key dumps" covers larder's own listings.
+    let show = srv.settings.dump_enabled;
+    j.str("key_names", if show { "shown" } else { "hidden" });
+    let key_of = |j: &mut Json, key: &[u8]| match show {
+        true => j.str("key", &escaped_key(key)),
+        false => j.null("key"),
+    };
     j.arr("bigkeys");
     for b in srv.observer.bigkeys.top() {
         j.begin_obj();
-        j.str("key", &escaped_key(&b.key));
+        key_of(&mut j, &b.key);
         prefix_of(&mut j, &b.key);
         j.u64("size", b.size);
         j.u64("age", unix_now.saturating_sub(b.stored_at));
@@ -227,7 +236,7 @@ pub fn keys_json(srv: &Server) -> String {
         j.arr(name);
         for h in list.iter() {
             j.begin_obj();
-            j.str("key", &escaped_key(&h.key));
+            key_of(&mut j, &h.key);
             prefix_of(&mut j, &h.key);
             j.u64("count", h.count);
             j.u64("error", h.error);

@@ -139,7 +139,17 @@ pub fn stats(srv: &Server, args: &[u8], now: Time, out: &mut Vec<u8>) {
             }
         }
         Some(w @ (b"prefixes" | b"hotkeys" | b"bigkeys")) if words.next().is_none() => {
-            srv.observer.render_stats(&[w], srv.clock.unix_now().max(0) as u64, out);
+            let unix_now = srv.clock.unix_now().max(0) as u64;
+            // -X (no key dumps): the key lists keep their figures and
+            // prefixes but name no key.
+            let (o, delim) = (&srv.observer, srv.settings.prefix_delimiter);
+            match w {
+                b"bigkeys" if !srv.settings.dump_enabled => o.bigkeys.render_hiding_keys(out, unix_now, delim, |_, _| true),
+                b"hotkeys" if !srv.settings.dump_enabled => o.hotkeys.render_hiding_keys(out, unix_now, o.cfg.hotkeys_listed, delim),
+                _ => {
+                    o.render_stats(&[w], unix_now, out);
+                }
+            }
         }
         word => match Group::named(word) {
             Some(group) => {

@@ -429,9 +429,13 @@ function renderPrefixes(d) {
   ], rows);
 }
 
+// A server started with -X sends no key names (key: null): sizes, prefixes
+// and counts only.
+function keyName(r) { return r.key === null ? "(hidden)" : r.key; }
+
 function renderKeys(d) {
   table("t-big", [
-    { title: "key", get: r => r.key, cls: "key" },
+    { title: "key", get: keyName, cls: "key" },
     { title: "prefix", get: r => (r.prefix === null ? "–" : r.prefix), cls: "key" },
     { title: "size", get: r => fmtBytes(r.size) },
     { title: "TTL", get: r => fmtTtl(r.ttl) },
@@ -440,7 +444,7 @@ function renderKeys(d) {
   const h = d.hotkeys;
   $("hot-note").textContent = "(last " + h.window_s + " s)";
   const hotCols = (countTitle, fmtCount) => [
-    { title: "key", get: r => r.key, cls: "key" },
+    { title: "key", get: keyName, cls: "key" },
     { title: "prefix", get: r => (r.prefix === null ? "–" : r.prefix), cls: "key" },
     { title: countTitle, get: r => fmtCount(r.count) },
     { title: "size", get: r => (r.size === null ? "gone" : fmtBytes(r.size)) },
