@@ -10,28 +10,12 @@
 //! The first byte picks the mode: without SASL (`parse`), or with `-S`
 //! (`parse_sasl`) on a connection that has or has not authenticated; and
 //! the limits (the default `-I`, or a tiny one so that too-large paths are
-//! reached by short inputs). Header lengths are whatever the bytes say:
-//! the corpus holds hostile ones (fuzz/corpus/binary_parse/README).
+//! reached by short inputs): `invariants::fuzz_binary`, which the crate's
+//! tests also run over the seeds and regressions. Header lengths are
+//! whatever the bytes say: the corpus holds hostile ones
+//! (fuzz/corpus/binary_parse/README).
 #![no_main]
 
-use larder_proto::invariants::check_binary_stream;
-use larder_proto::Limits;
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
-    let (pick, input) = match data.split_first() {
-        Some((&b, rest)) => (b, rest),
-        None => return,
-    };
-    let sasl = match pick & 3 {
-        0 | 3 => None,
-        1 => Some(false),
-        _ => Some(true),
-    };
-    let limits = if pick & 4 == 0 {
-        Limits::default()
-    } else {
-        Limits { item_size_max: 64 + usize::from(pick >> 3) * 16, ..Limits::default() }
-    };
-    check_binary_stream(input, &limits, sasl);
-});
+fuzz_target!(|data: &[u8]| larder_proto::invariants::fuzz_binary(data));

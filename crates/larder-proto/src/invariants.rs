@@ -534,6 +534,62 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
 }
 
+// ---------------------------------------------------------------------------
+// The fuzz targets' inputs (`fuzz/fuzz_targets/{text,meta,binary}_parse.rs`
+// call these, and the tests below replay the seeds and regressions through
+// them on stable Rust).
+
+/// `text_parse`: the first byte picks the limits (even: the defaults; odd:
+/// tiny ones, so that overlong lines and too-large items are reached by
+/// short inputs); the rest is a pipelined stream for [`check_stream`].
+pub fn fuzz_text(data: &[u8]) {
+    let (pick, input) = match data.split_first() {
+        Some((&b, rest)) => (b, rest),
+        None => (0, data),
+    };
+    let limits = if pick & 1 == 0 {
+        Limits::default()
+    } else {
+        Limits { item_size_max: 64 + usize::from(pick >> 1), max_line: 48, max_get_line: 96 }
+    };
+    check_stream(input, &limits);
+}
+
+/// `meta_parse`: the first byte picks the command the stream starts with
+/// (bits 0-2: `mg `, `ms `, `md `, `ma `, `mn`, `me `, `ms k `, nothing) and
+/// the limits (bit 3: tiny ones); the rest follows it.
+pub fn fuzz_meta(data: &[u8]) {
+    const PREFIXES: [&[u8]; 8] = [b"mg ", b"ms ", b"md ", b"ma ", b"mn", b"me ", b"ms k ", b""];
+    let Some((&pick, input)) = data.split_first() else { return };
+    let limits = if pick & 8 == 0 {
+        Limits::default()
+    } else {
+        Limits { item_size_max: 64 + usize::from(pick >> 4) * 8, max_line: 48, max_get_line: 96 }
+    };
+    let mut buf = PREFIXES[usize::from(pick & 7)].to_vec();
+    buf.extend_from_slice(input);
+    check_stream(&buf, &limits);
+}
+
+/// `binary_parse`: the first byte picks the mode (bits 0-1: 0 or 3 without
+/// SASL, 1 under `-S` unauthenticated, 2 authenticated) and the limits (bit
+/// 2: an `-I` of 64 + 16 * (bits 3-7) bytes); the rest is a stream for
+/// [`check_binary_stream`].
+pub fn fuzz_binary(data: &[u8]) {
+    let Some((&pick, input)) = data.split_first() else { return };
+    let sasl = match pick & 3 {
+        1 => Some(false),
+        2 => Some(true),
+        _ => None,
+    };
+    let limits = if pick & 4 == 0 {
+        Limits::default()
+    } else {
+        Limits { item_size_max: 64 + usize::from(pick >> 3) * 16, ..Limits::default() }
+    };
+    check_binary_stream(input, &limits, sasl);
+}
+
 /// Inputs the fuzz targets found, kept as regression tests (the files are
 /// also under fuzz/regressions/).
 #[cfg(test)]
@@ -555,6 +611,28 @@ mod tests {
         check_stream(&set, &Limits::default());
         set.extend_from_slice(b"0123456789\r\n");
         check_stream(&set, &Limits::default());
+    }
+
+    /// Every seed and regression input of the parser targets, replayed
+    /// through the targets' own entry points (fuzz/corpus/<target>/,
+    /// fuzz/regressions/<target>/; skipped where the repository is not
+    /// around the crate).
+    #[test]
+    fn fuzz_seeds_and_regressions_replay() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
+        let targets: [(&str, fn(&[u8])); 3] = [("text_parse", fuzz_text), ("meta_parse", fuzz_meta), ("binary_parse", fuzz_binary)];
+        for (target, run) in targets {
+            for dir in ["corpus", "regressions"] {
+                let Ok(files) = std::fs::read_dir(root.join(dir).join(target)) else { continue };
+                for file in files {
+                    let path = file.unwrap().path();
+                    let data = std::fs::read(&path).unwrap();
+                    if let Err(e) = std::panic::catch_unwind(|| run(&data)) {
+                        panic!("{}: {:?}", path.display(), e.downcast_ref::<String>());
+                    }
+                }
+            }
+        }
     }
 
     /// binary_parse: the 124-byte request that stopped the server (binary
