@@ -2,15 +2,11 @@
 //! (`GET /` and its JSON API under `/api/v1/`: see [`super::dashboard`]), on
 //! `-o metrics_port=N`, bound to `-o metrics_addr` (127.0.0.1 by default;
 //! off by default); HTTPS with `-Z`'s certificate and settings when
-//! `-o metrics_tls` is given.
-//!
-//! One thread of its own with blocking std sockets, one request at a time
-//! (`Connection: close`): it is not on the request path, and a scrape every
-//! few seconds plus a dashboard poll or two a second is all it serves. Each
-//! connection gets a 2-second read/write timeout, so a client that connects
-//! and says nothing cannot hold it for long; requests are bounded by
-//! larder-observe's request parser (400 past 8 KiB of headers). A second
-//! small thread samples the dashboard's history ([`super::history`]).
+//! `-o metrics_tls` is given; access-controlled by [`super::auth`]. The
+//! HTTP server itself (hyper on a current-thread tokio runtime, its
+//! connection cap and timeouts) is [`super::server`]; this file starts it
+//! and renders the exposition. A second small thread samples the
+//! dashboard's history ([`super::history`]).
 //!
 //! What a scrape shows:
 //! * every numeric general `stats` figure, from the same rendering as the
@@ -25,16 +21,18 @@
 //!   `bytes`), `index` (index tables), `dead` (bytes of dead items not yet
 //!   reclaimed), `connections` (an estimate: curr_connections x the two
 //!   resting per-connection buffers, 2 x 16 KiB; buffers grown for a large
-//!   request are not seen).
+//!   request are not seen);
+//! * the admin listener's own figures, `larder_admin_*`: connections open,
+//!   accepted, evicted at the cap, timed out, refused for want of
+//!   credentials, TLS handshakes failed, requests.
 
-use crate::state::server::Server;
-use super::dashboard;
 use super::history::{self, History};
-use larder_observe::prometheus::{parse_request, Exposition, MetricType, CONTENT_TYPE};
-use std::io::{Read, Write};
+use super::server::{Admin, Counters};
+use crate::state::server::Server;
+use larder_observe::prometheus::{Exposition, MetricType};
 use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// Bind the listener (before privileges are dropped).
 pub fn bind(addr: &str, port: u16) -> Result<TcpListener, String> {
@@ -42,104 +40,58 @@ pub fn bind(addr: &str, port: u16) -> Result<TcpListener, String> {
     TcpListener::bind(SocketAddr::new(ip, port)).map_err(|e| format!("larder: cannot listen for metrics on {addr}:{port}: {e}"))
 }
 
-/// Serve scrapes and the dashboard until the process exits; sample the
-/// dashboard's history meanwhile.
+/// Read the credentials file, then serve scrapes and the dashboard in a
+/// thread of their own until the server stops; sample the dashboard's
+/// history meanwhile. Err (the server does not start) when the credentials
+/// file is refused.
 pub fn spawn(srv: Arc<Server>, listener: TcpListener) -> Result<(), String> {
     let history = Arc::new(History::new(history::CAPACITY));
-    history::spawn(srv.clone(), history.clone())?;
+    let admin = Arc::new(Admin::new(srv.clone(), history.clone(), Arc::new(Counters::default()))?);
+    make_room_for_descriptors(&srv);
+    history::spawn(srv, history)?;
     std::thread::Builder::new()
-        .name("larder-metrics".into())
+        .name("larder-admin".into())
         .spawn(move || {
-            for conn in listener.incoming() {
-                if srv.stopping() {
-                    return;
-                }
-                if let Ok(s) = conn {
-                    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-                    let _ = s.set_write_timeout(Some(Duration::from_secs(2)));
-                    match &srv.tls {
-                        // `-o metrics_tls`: HTTPS with -Z's certificate and settings.
-                        Some(tls) if srv.settings.tls.metrics => {
-                            let Ok(conn) = tls.accept() else { continue };
-                            let mut stream = rustls::StreamOwned::new(conn, s);
-                            serve(&srv, &history, &mut stream);
-                            stream.conn.send_close_notify();
-                            let _ = stream.flush();
-                        }
-                        _ => serve(&srv, &history, &mut { s }),
-                    }
-                }
+            if let Err(e) = super::server::run(admin, listener) {
+                eprintln!("{e}");
             }
         })
         .map(|_| ())
-        .map_err(|e| format!("larder: cannot start metrics thread: {e}"))
+        .map_err(|e| format!("larder: cannot start the admin thread: {e}"))
 }
 
-/// One request on a plain or TLS stream (with the 2-second socket timeouts
-/// set: a TLS handshake that stalls ends the same way as a request that does).
-fn serve(srv: &Server, history: &History, s: &mut (impl Read + Write)) {
-    let mut buf = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 1024];
-    loop {
-        // parse_request answers Err past MAX_REQUEST_BYTES: buf stays bounded.
-        let reply = match parse_request(&buf) {
-            Ok(None) => match s.read(&mut chunk) {
-                Ok(0) | Err(_) => return,
-                Ok(n) => {
-                    buf.extend_from_slice(&chunk[..n]);
-                    continue;
-                }
-            },
-            Err(()) => response("400 Bad Request", "text/plain", b"bad request\n", false),
-            Ok(Some(req)) => route(srv, history, req.method, req.path),
-        };
-        let _ = s.write_all(&reply);
-        return;
+/// The binary raises the descriptor limit for `-c` connections; admin
+/// connections need their own `metrics_max_conns` on top, or a flood of
+/// them would leave the cache port unable to accept. Raised within the hard
+/// limit (no privilege needed); a warning when that is too low.
+fn make_room_for_descriptors(srv: &Server) {
+    let s = &srv.settings;
+    let want = (s.max_connections + 64 + s.observe.metrics_max_conns + 16) as libc::rlim_t;
+    // SAFETY: getrlimit/setrlimit on a struct we own.
+    unsafe {
+        let mut rl: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) != 0 || rl.rlim_cur >= want {
+            return;
+        }
+        let raised = libc::rlimit { rlim_cur: want.min(rl.rlim_max), rlim_max: rl.rlim_max };
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) != 0 || raised.rlim_cur < want {
+            eprintln!(
+                "larder: warning: descriptor limit {} is below -c {} + metrics_max_conns {} + 80",
+                raised.rlim_cur.max(rl.rlim_cur),
+                s.max_connections,
+                s.observe.metrics_max_conns
+            );
+        }
     }
 }
 
-const JSON: &str = "application/json";
-
-/// The answer to `method path`.
-fn route(srv: &Server, history: &History, method: &str, path: &str) -> Vec<u8> {
-    let head = method == "HEAD";
-    if method != "GET" && !head {
-        return response("405 Method Not Allowed", "text/plain", b"method not allowed\n", false);
-    }
-    let (ctype, body): (&str, std::borrow::Cow<'static, [u8]>) = match path {
-        "/metrics" => (CONTENT_TYPE, render(srv).into_bytes().into()),
-        "/" | "/index.html" => ("text/html; charset=utf-8", dashboard::INDEX_HTML.as_bytes().into()),
-        "/dashboard.js" => ("text/javascript; charset=utf-8", dashboard::DASHBOARD_JS.as_bytes().into()),
-        "/dashboard.css" => ("text/css; charset=utf-8", dashboard::DASHBOARD_CSS.as_bytes().into()),
-        "/favicon.svg" => ("image/svg+xml", dashboard::FAVICON_SVG.as_bytes().into()),
-        "/api/v1/summary" => (JSON, dashboard::summary_json(srv, history).into_bytes().into()),
-        "/api/v1/prefixes" => (JSON, dashboard::prefixes_json(srv).into_bytes().into()),
-        "/api/v1/keys" => (JSON, dashboard::keys_json(srv).into_bytes().into()),
-        "/api/v1/history" => (JSON, dashboard::history_json(history).into_bytes().into()),
-        _ => return response("404 Not Found", "text/plain", b"not found: try / or /metrics\n", head),
-    };
-    response("200 OK", ctype, &body, head)
-}
-
-/// A whole HTTP/1.1 response. The dashboard's pages may use nothing but
-/// this listener (no CDN, no fonts): the Content-Security-Policy says so.
-fn response(status: &str, content_type: &str, body: &[u8], head: bool) -> Vec<u8> {
-    let mut r = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
-         Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n\
-         Content-Security-Policy: default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'\r\n\
-         Connection: close\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    if !head {
-        r.extend_from_slice(body);
-    }
-    r
-}
-
-/// The exposition text.
+/// The exposition text (without the admin listener's own figures).
 pub fn render(srv: &Server) -> String {
+    render_with(srv, None)
+}
+
+/// The exposition text, with the admin listener's figures when given.
+pub fn render_with(srv: &Server, admin: Option<&Counters>) -> String {
     use crate::exec::report::{snapshot, Group, Value};
     let now = srv.clock.now();
     let mut e = Exposition::new();
@@ -173,5 +125,27 @@ pub fn render(srv: &Server) -> String {
     e.sample("larder_memory_bytes", &[("category", "dead")], st.bytes_dead as f64);
     let (read_bufs, write_bufs) = srv.budget.buffer_bytes();
     e.sample("larder_memory_bytes", &[("category", "connections")], (read_bufs + write_bufs) as f64);
+    if let Some(c) = admin {
+        write_admin(&mut e, c);
+    }
     e.finish()
+}
+
+/// `larder_admin_*`: what the admin listener itself is doing.
+fn write_admin(e: &mut Exposition, c: &Counters) {
+    let v = |a: &std::sync::atomic::AtomicU64| a.load(Relaxed) as f64;
+    e.gauge("larder_admin_connections", "Admin listener connections open.", v(&c.open));
+    e.counter("larder_admin_connections_accepted_total", "Admin listener connections accepted.", v(&c.accepted));
+    e.counter(
+        "larder_admin_connections_evicted_total",
+        "Admin connections closed at metrics_max_conns to make room for a newer one (least recently used first).",
+        v(&c.evicted),
+    );
+    e.family("larder_admin_timeouts_total", "Admin connections closed by a timeout (header: metrics_header_timeout; idle: metrics_idle_timeout).", MetricType::Counter);
+    e.sample("larder_admin_timeouts_total", &[("kind", "header")], v(&c.header_timeouts));
+    e.sample("larder_admin_timeouts_total", &[("kind", "idle")], v(&c.idle_timeouts));
+    e.counter("larder_admin_tls_failures_total", "Admin TLS handshakes that failed or timed out.", v(&c.tls_failures));
+    e.counter("larder_admin_requests_total", "Admin requests answered.", v(&c.requests));
+    e.counter("larder_admin_unauthorized_total", "Admin requests refused for want of credentials (401/403).", v(&c.unauthorized));
+    e.counter("larder_admin_accept_errors_total", "Admin listener accept errors (out of descriptors, ...).", v(&c.accept_errors));
 }

@@ -98,6 +98,35 @@ pub struct ObserveSettings {
     /// `/metrics` listener port (0 = off).
     pub metrics_port: u16,
     pub metrics_addr: String,
+    /// `-o metrics_auth_file=PATH`: the credentials the admin listener
+    /// accepts (`admin::auth`: `basic user:password` and `bearer TOKEN`
+    /// lines).
+    pub metrics_auth_file: Option<String>,
+    /// `-o metrics_auth=none|required` (see [`MetricsAuth`]).
+    pub metrics_auth: MetricsAuth,
+    /// `-o metrics_max_conns=N`: admin connections open at once; a new one
+    /// past it closes the least recently used.
+    pub metrics_max_conns: usize,
+    /// `-o metrics_header_timeout=S`: seconds a request head may take, from
+    /// the connection (or its first byte after a response).
+    pub metrics_header_timeout: u32,
+    /// `-o metrics_idle_timeout=S`: seconds a kept-alive connection may wait
+    /// for its next request.
+    pub metrics_idle_timeout: u32,
+}
+
+/// Whether the admin listener asks for credentials (`-o metrics_auth=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetricsAuth {
+    /// Unset: required when `metrics_auth_file` is given or the cache port
+    /// requires authentication ([`Settings::cache_requires_auth`]).
+    Auto,
+    /// `none`: anyone who reaches the port is served (an explicit choice;
+    /// needed to serve unauthenticated when the cache port requires auth).
+    None,
+    /// `required`: always (credentials from the file and/or verified
+    /// client certificates with `metrics_tls`).
+    Required,
 }
 
 impl Default for ObserveSettings {
@@ -111,6 +140,11 @@ impl Default for ObserveSettings {
             hotkeys_sample: 0,
             metrics_port: 0,
             metrics_addr: "127.0.0.1".to_string(),
+            metrics_auth_file: None,
+            metrics_auth: MetricsAuth::Auto,
+            metrics_max_conns: 1024,
+            metrics_header_timeout: 10,
+            metrics_idle_timeout: 60,
         }
     }
 }
@@ -133,6 +167,22 @@ impl Protocol {
 }
 
 impl Settings {
+    /// Whether the cache port lets in only authenticated clients: `-Y`,
+    /// `-S`, or `-Z` with a client certificate required
+    /// (`ssl_verify_mode` 2 or 3; 1 only asks for one).
+    pub fn cache_requires_auth(&self) -> bool {
+        self.auth_file.is_some() || self.sasl || (self.tls.enabled && self.tls.verify_mode >= 2)
+    }
+
+    /// Whether the admin listener serves only authenticated requests.
+    pub fn metrics_auth_required(&self) -> bool {
+        match self.observe.metrics_auth {
+            MetricsAuth::None => false,
+            MetricsAuth::Required => true,
+            MetricsAuth::Auto => self.observe.metrics_auth_file.is_some() || self.cache_requires_auth(),
+        }
+    }
+
     /// The connection budget in bytes: `read_buf_mem_limit`, by default
     /// the larger of 64 MiB and 8 items of `-I` (a few clients moving the
     /// largest values at once); never below one largest item and its reply
@@ -561,7 +611,8 @@ fn parse_extended<'a>(list: &'a str, s: &mut Settings) -> Result<(), UsageError>
                 }
             }
             "hotkeys_sample" if value == Some("auto") => s.observe.hotkeys_sample = 0,
-            "prefix_stats_max" | "bigkeys" | "bigkeys_min_size" | "hotkeys_window" | "hotkeys_sample" | "metrics_port" => {
+            "prefix_stats_max" | "bigkeys" | "bigkeys_min_size" | "hotkeys_window" | "hotkeys_sample" | "metrics_port"
+            | "metrics_max_conns" | "metrics_header_timeout" | "metrics_idle_timeout" => {
                 let v = need(value)?;
                 let n: u64 = v.parse().map_err(|_| UsageError(format!("larder: bad value for -o {name}: '{v}'")))?;
                 let o = &mut s.observe;
@@ -572,6 +623,9 @@ fn parse_extended<'a>(list: &'a str, s: &mut Settings) -> Result<(), UsageError>
                     "hotkeys_window" if n >= 1 => o.hotkeys_window = n,
                     "hotkeys_sample" if n >= 1 => o.hotkeys_sample = n,
                     "metrics_port" if n <= u16::MAX as u64 => o.metrics_port = n as u16,
+                    "metrics_max_conns" if (1..=65_536).contains(&n) => o.metrics_max_conns = n as usize,
+                    "metrics_header_timeout" if (1..=3600).contains(&n) => o.metrics_header_timeout = n as u32,
+                    "metrics_idle_timeout" if (1..=86_400).contains(&n) => o.metrics_idle_timeout = n as u32,
                     _ => return err(format!("larder: bad value for -o {name}: '{v}'")),
                 }
             }
@@ -593,6 +647,12 @@ fn parse_extended<'a>(list: &'a str, s: &mut Settings) -> Result<(), UsageError>
                 }
                 s.observe.metrics_addr = v.to_string();
             }
+            "metrics_auth_file" => s.observe.metrics_auth_file = Some(need(value)?.to_string()),
+            "metrics_auth" => match need(value)? {
+                "none" => s.observe.metrics_auth = MetricsAuth::None,
+                "required" => s.observe.metrics_auth = MetricsAuth::Required,
+                v => return err(format!("larder: -o metrics_auth wants none or required, got '{v}'")),
+            },
             "observe" => match need(value)? {
                 "on" => s.observe.enabled = true,
                 "off" => s.observe.enabled = false,
@@ -649,6 +709,7 @@ fn validate(s: &Settings) -> Result<(), UsageError> {
     if s.tls.metrics && !s.tls.enabled {
         return err("larder: -o metrics_tls needs -Z (it uses -Z's certificate and settings)");
     }
+    validate_metrics_auth(s)?;
     if !s.tls.enabled && s.listen.iter().any(|l| l.starts_with("notls:")) {
         return err("'notls' option is valid only when SSL is enabled");
     }
@@ -656,6 +717,35 @@ fn validate(s: &Settings) -> Result<(), UsageError> {
         // memcached ignores network listeners when -s is given; so do we.
     }
     Ok(())
+}
+
+/// The admin listener's access rules (docs/admin-listener.md): when it must
+/// authenticate, it needs a source of credentials; serving it open while the
+/// cache port requires authentication takes an explicit `metrics_auth=none`.
+fn validate_metrics_auth(s: &Settings) -> Result<(), UsageError> {
+    let o = &s.observe;
+    if o.metrics_auth == MetricsAuth::None && o.metrics_auth_file.is_some() {
+        return err("larder: -o metrics_auth=none contradicts -o metrics_auth_file (give one or the other)");
+    }
+    if o.metrics_port == 0 || !s.metrics_auth_required() {
+        return Ok(());
+    }
+    let certificates = s.tls.metrics && s.tls.verify_mode >= 1;
+    if o.metrics_auth_file.is_some() || certificates {
+        return Ok(());
+    }
+    let why = if o.metrics_auth == MetricsAuth::Required {
+        "-o metrics_auth=required".to_string()
+    } else {
+        let by = [(s.auth_file.is_some(), "-Y"), (s.sasl, "-S"), (s.tls.enabled && s.tls.verify_mode >= 2, "-o ssl_verify_mode")];
+        let by: Vec<&str> = by.iter().filter(|(on, _)| *on).map(|(_, f)| *f).collect();
+        format!("the cache port requires authentication ({}), so the admin listener (-o metrics_port) must too", by.join(", "))
+    };
+    err(format!(
+        "larder: {why}: give it credentials with -o metrics_auth_file=PATH (basic and bearer lines, \
+         docs/admin-listener.md) or client certificates with -o metrics_tls and ssl_verify_mode, \
+         or serve it to anyone who can reach it with -o metrics_auth=none"
+    ))
 }
 
 /// The `-h` text. The memcached test suite reads it to learn what the server
@@ -731,7 +821,20 @@ pub fn help_text() -> String {
    - metrics_port:        serve Prometheus /metrics on this port (default: 0, off)
    - metrics_addr:        address for metrics_port (default: 127.0.0.1)
    - metrics_tls:         serve metrics_port over HTTPS with -Z's certificate and
-                          ssl_* settings (needs -Z)
+                          ssl_* settings (needs -Z); with ssl_verify_mode, a verified
+                          client certificate authenticates a request
+   - metrics_auth_file:   credentials for metrics_port, one per line: 'basic
+                          user:password' or 'bearer TOKEN' (re-read when it changes);
+                          every request must then authenticate
+   - metrics_auth:        none: serve metrics_port without authentication even when
+                          the cache port requires it (-Y, -S, ssl_verify_mode 2/3;
+                          without this, start-up fails there unless credentials are
+                          given); required: always authenticate
+   - metrics_max_conns:   admin connections at once; past it a new connection closes
+                          the least recently used one (default: 1024)
+   - metrics_header_timeout: seconds to receive a request's headers (default: 10)
+   - metrics_idle_timeout: seconds a kept-alive admin connection may stay idle
+                          (default: 60)
    - observe:             on|off: per-request accounting (default: on)
    - debugtime:           (tests only) enable the debugtime clock command
    - ssl_chain_cert:      certificate chain file in PEM format
@@ -872,6 +975,32 @@ mod tests {
         assert_eq!((s.auth_file.as_deref(), s.protocol), (Some("/x"), Protocol::Ascii));
         assert_eq!(run(&["-Y", "/x", "-B", "ascii"]).unwrap().protocol, Protocol::Ascii);
         for bad in [&["-Y", "/x", "-B", "binary"][..], &["-Y", "/x", "-B", "auto"], &["-Y", "/x", "-U", "11211"]] {
+            assert!(run(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    /// The admin listener's options, and when it must authenticate.
+    #[test]
+    fn admin_listener_options() {
+        let s = run(&["-o", "metrics_port=9150,metrics_max_conns=64,metrics_header_timeout=3,metrics_idle_timeout=30"]).unwrap();
+        let o = &s.observe;
+        assert_eq!((o.metrics_max_conns, o.metrics_header_timeout, o.metrics_idle_timeout), (64, 3, 30));
+        assert!(!s.metrics_auth_required());
+        let s = run(&["-o", "metrics_port=9150,metrics_auth_file=/x"]).unwrap();
+        assert!(s.metrics_auth_required() && !s.cache_requires_auth());
+        let s = run(&["-Y", "/y", "-o", "metrics_port=9150,metrics_auth=none"]).unwrap();
+        assert!(s.cache_requires_auth() && !s.metrics_auth_required());
+        // Without metrics_port nothing is asked of it.
+        assert!(run(&["-Y", "/y"]).is_ok());
+        for bad in [
+            &["-Y", "/y", "-o", "metrics_port=1"][..],
+            &["-S", "-o", "metrics_port=1"],
+            &["-o", "metrics_port=1,metrics_auth=required"],
+            &["-o", "metrics_port=1,metrics_auth=none,metrics_auth_file=/x"],
+            &["-o", "metrics_auth=maybe"],
+            &["-o", "metrics_max_conns=0"],
+            &["-o", "metrics_header_timeout=0"],
+        ] {
             assert!(run(bad).is_err(), "{bad:?}");
         }
     }

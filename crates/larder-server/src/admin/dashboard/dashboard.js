@@ -234,7 +234,11 @@ function col(name) { return state.fields ? state.fields.indexOf(name) : -1; }
 function seriesOf(name) { const i = col(name); return state.samples.map(s => (i < 0 ? null : s[i])); }
 
 async function getJson(path) {
-  const r = await fetch(path, { cache: "no-store" });
+  // Resolved against the origin, not the page: a page opened with basic
+  // auth's user:password@ in its address would otherwise hand fetch a URL
+  // with credentials in it, which browsers refuse; the browser sends the
+  // credentials it authenticated the page with by itself.
+  const r = await fetch(new URL(path, location.origin), { cache: "no-store" });
   if (!r.ok) throw new Error(path + ": " + r.status);
   return r.json();
 }
