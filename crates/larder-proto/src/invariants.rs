@@ -620,7 +620,8 @@ mod tests {
     #[test]
     fn fuzz_seeds_and_regressions_replay() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
-        let targets: [(&str, fn(&[u8])); 3] = [("text_parse", fuzz_text), ("meta_parse", fuzz_meta), ("binary_parse", fuzz_binary)];
+        type Target = (&'static str, fn(&[u8]));
+        let targets: [Target; 3] = [("text_parse", fuzz_text), ("meta_parse", fuzz_meta), ("binary_parse", fuzz_binary)];
         for (target, run) in targets {
             for dir in ["corpus", "regressions"] {
                 let Ok(files) = std::fs::read_dir(root.join(dir).join(target)) else { continue };
