@@ -5,7 +5,7 @@
 //! authenticate, and a wrong password must not.
 #![no_main]
 
-use larder_server::state::authfile::AuthFile;
+use larder_server::auth::authfile::AuthFile;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

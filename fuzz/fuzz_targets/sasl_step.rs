@@ -1,7 +1,7 @@
 //! Fuzz SASL (`-S`) as a binary connection lives it: the input is the
 //! connection's byte stream, parsed with `larder_proto::binary::parse_sasl`
 //! (gated by whether the connection has authenticated), and every SASL
-//! request is run by the server's executor, `larder_server::exec::sasl`,
+//! request is run by the server's executor, `larder_server::auth::sasl`,
 //! against a real in-process `Server` and the real Cyrus library: Cyrus is
 //! dlopened (`libsasl2.so.2`) with a config made here (PLAIN and CRAM-MD5
 //! against a sasldb holding `fuzzuser` / `fuzz pass`, written with
@@ -20,7 +20,7 @@
 #![no_main]
 
 use larder_proto::binary::{self, BinParsed, SaslCommand};
-use larder_server::exec::sasl::{sasl, ConnAuth, SaslReply};
+use larder_server::auth::sasl::{sasl, ConnAuth, SaslReply};
 use larder_server::exec::Ctx;
 use larder_server::state::server::{Server, Shutdown};
 use larder_server::trace::observe::Obs;
@@ -59,7 +59,7 @@ fn server() -> &'static Server {
     SERVER.get_or_init(|| {
         let dir = configure();
         std::env::set_var("SASL_CONF_PATH", &dir);
-        let lib = match larder_server::state::sasl::init(0) {
+        let lib = match larder_server::auth::cyrus::init(0) {
             Ok(lib) => Some(lib),
             Err(e) => {
                 eprintln!("sasl_step: Cyrus SASL unavailable ({e}): fuzzing the parser and executor without it");

@@ -9,7 +9,7 @@
 //! `wire::meta`, `wire::binary`) parses each request and calls the one
 //! executor for that command (`exec::*`), whatever protocol it came in. The
 //! executor runs it against the store (`larder_store`), records it once
-//! (counters in `state::stats`, `watch` lines in `trace::watch`, per-prefix
+//! (counters in `counters`, `watch` lines in `trace::watch`, per-prefix
 //! and hot-key accounting in `trace::observe`) and returns its outcome,
 //! which the front end encodes into the session's output. Everything a
 //! request runs with is in its context (`exec::Ctx`): the server, the
@@ -58,14 +58,21 @@
 #[cfg(feature = "alloc-count")]
 pub mod alloc_count;
 pub mod admin;
+pub mod auth;
+pub mod config;
 pub mod conn;
+pub mod connmem;
+pub mod counters;
 pub mod exec;
 pub mod net;
+pub mod restart;
+pub mod stampede;
 pub mod state;
+pub mod sync;
 pub mod trace;
 pub mod wire;
 
-pub use state::config::{help_text, parse_args, Command, Settings};
+pub use config::{help_text, parse_args, Command, Settings};
 pub use state::server::Shutdown;
 use state::server::Server;
 use std::sync::Arc;
@@ -80,13 +87,13 @@ pub struct Prepared {
     /// The server's clock, started before a warm restart's load so that
     /// restored expiry times and the server's time agree.
     clock: state::clock::Clock,
-    restart: state::persist::RestartStats,
+    restart: restart::RestartStats,
     /// `-Y`: the authfile, read before anything else can fail on it.
-    auth: Option<state::authfile::Credentials>,
+    auth: Option<auth::authfile::Credentials>,
     /// `-S`: Cyrus SASL, loaded and initialised before anything is bound.
-    sasl: Option<&'static state::sasl::Cyrus>,
+    sasl: Option<&'static auth::cyrus::Cyrus>,
     /// `-Z`: certificates and key loaded, rustls configured.
-    tls: Option<Arc<state::tls::TlsContext>>,
+    tls: Option<Arc<config::tls::TlsContext>>,
 }
 
 impl Prepared {
@@ -103,12 +110,12 @@ impl Prepared {
 pub fn prepare(settings: Settings) -> Result<Prepared, String> {
     let auth = match &settings.auth_file {
         Some(path) => {
-            let file = state::authfile::AuthFile::load(path).map_err(|e| e.to_string())?;
-            Some(state::authfile::Credentials::new(path.clone(), file))
+            let file = auth::authfile::AuthFile::load(path).map_err(|e| e.to_string())?;
+            Some(auth::authfile::Credentials::new(path.clone(), file))
         }
         None => None,
     };
-    let sasl = if settings.sasl { Some(state::sasl::init(settings.verbose)?) } else { None };
+    let sasl = if settings.sasl { Some(auth::cyrus::init(settings.verbose)?) } else { None };
     let store_config = larder_store::Config {
         memory_limit: settings.memory_limit,
         item_size_max: settings.item_size_max,
@@ -124,13 +131,13 @@ pub fn prepare(settings: Settings) -> Result<Prepared, String> {
     };
     let clock = state::clock::Clock::new();
     let tls = match settings.tls.enabled {
-        true => Some(Arc::new(state::tls::TlsContext::new(&settings.tls, clock.now())?)),
+        true => Some(Arc::new(config::tls::TlsContext::new(&settings.tls, clock.now())?)),
         false => None,
     };
-    let mut restart = state::persist::RestartStats::default();
+    let mut restart = restart::RestartStats::default();
     if let Some(path) = &settings.memory_file {
         let now = larder_store::SnapshotClock { now: clock.now(), unix_now: clock.unix_now() };
-        let loaded = state::persist::load(&store, path, now)?;
+        let loaded = restart::load(&store, path, now)?;
         if loaded.discard_store {
             store = new_store()?;
         }
@@ -281,7 +288,7 @@ impl Running {
             return Ok(());
         };
         let now = larder_store::SnapshotClock { now: srv.clock.now(), unix_now: srv.clock.unix_now() };
-        let (rep, secs) = state::persist::save(&srv.store, path, now)?;
+        let (rep, secs) = restart::save(&srv.store, path, now)?;
         eprintln!("[restart] saved {} items ({} bytes) to {path} in {secs:.3} s", rep.items, rep.bytes);
         Ok(())
     }

@@ -42,7 +42,7 @@ fn main() {
             return;
         }
         Ok(Command::Version) => {
-            println!("larder {} (memcached {} compatible)", env!("CARGO_PKG_VERSION"), larder_server::state::stats::VERSION);
+            println!("larder {} (memcached {} compatible)", env!("CARGO_PKG_VERSION"), larder_server::counters::VERSION);
             return;
         }
         Err(e) => {
@@ -61,14 +61,14 @@ fn main() {
     // memcached checks the authfile at start-up and exits 1 on a bad one
     // (the library reads it again when it prepares the server).
     if let Some(path) = &settings.auth_file {
-        if let Err(e) = larder_server::state::authfile::AuthFile::load(path) {
+        if let Err(e) = larder_server::auth::authfile::AuthFile::load(path) {
             eprintln!("{e}");
             exit(1);
         }
     }
     // memcached initialises SASL here and exits 1 when it cannot.
     if settings.sasl {
-        if let Err(e) = larder_server::state::sasl::init(settings.verbose) {
+        if let Err(e) = larder_server::auth::cyrus::init(settings.verbose) {
             eprintln!("{e}");
             exit(1);
         }
@@ -77,7 +77,7 @@ fn main() {
     // usage error (exit 64) with OpenSSL's message; ours names the file too.
     if settings.tls.enabled {
         let counters = Default::default();
-        if let Err(e) = larder_server::state::tls::build_config(&settings.tls, &counters) {
+        if let Err(e) = larder_server::config::tls::build_config(&settings.tls, &counters) {
             eprintln!("{e}");
             exit(EX_USAGE);
         }

@@ -148,7 +148,7 @@ fn idle_connections_give_their_large_buffers_back() {
         conns.push(k);
     }
     // Buffers shrink at the end of each connection's last event; a few
-    // grown ones are kept for reuse (`state::shelf`: at most 4 of each
+    // grown ones are kept for reuse (`connmem::shelf`: at most 4 of each
     // kind), counted apart and charged to the budget.
     let kept = |c: &mut Client| c.stat("read_buf_bytes_free") + c.stat("larder_write_buf_bytes_free");
     let in_conns = |c: &mut Client| c.stat("read_buf_bytes") + c.stat("response_obj_bytes") - kept(c);
@@ -184,7 +184,7 @@ fn minor_faults(l: &Larder) -> u64 {
 /// through the connection's buffers rather than being received in place)
 /// set and read over and over reuse grown buffers instead of mapping fresh
 /// ones each time: that faulted about 64 pages per set and as many per get
-/// (`state::shelf`).
+/// (`connmem::shelf`).
 #[test]
 fn medium_values_reuse_grown_buffers() {
     const LEN: usize = 256 * 1024;

@@ -20,9 +20,9 @@
 
 mod loom_support;
 
-use larder_server::state::budget::ConnBudget;
-use larder_server::state::shelf::BufKind;
-use larder_server::state::sync::flaw::Flaw;
+use larder_server::connmem::budget::ConnBudget;
+use larder_server::connmem::shelf::BufKind;
+use larder_server::sync::flaw::Flaw;
 use larder_store::PinSpill;
 use loom::thread;
 use std::sync::Arc;

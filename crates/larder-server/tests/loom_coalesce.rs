@@ -5,7 +5,7 @@
 //! snapshots the slot, looks the key up in the store (a lock), misses and
 //! parks behind the round's winner; its worker then looks once more (a
 //! write may have landed while it parked) and polls (loom's stand-in for
-//! epoll and `mio::Waker`, `state::sync::ModelWaker`), and after each
+//! epoll and `mio::Waker`, `sync::ModelWaker`), and after each
 //! poll runs again what `released` lets go, while its window is still open
 //! or once its end has passed (the poll's timeout, modelled by a clock
 //! thread that ends the window and so ends the poll).
@@ -31,9 +31,9 @@
 
 mod loom_support;
 
-use larder_server::state::coalesce::{CoalesceConfig, Coalescer, ColdVerdict};
-use larder_server::state::sync::flaw::Flaw;
-use larder_server::state::sync::ModelWaker;
+use larder_server::stampede::coalesce::{CoalesceConfig, Coalescer, ColdVerdict};
+use larder_server::sync::flaw::Flaw;
+use larder_server::sync::ModelWaker;
 use loom::sync::atomic::AtomicBool;
 use loom::sync::Mutex;
 use loom::thread;

@@ -16,7 +16,7 @@
 //! histograms (atomics). It never touches a per-key structure.
 
 use crate::state::server::Server;
-use crate::state::stats::Totals;
+use crate::counters::Totals;
 use larder_observe::latency::LatencySnapshot;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};

@@ -55,7 +55,7 @@ use super::auth::{AuthFile, Kinds};
 use super::dashboard;
 use super::history::History;
 use crate::state::server::Server;
-use crate::state::tls::TlsContext;
+use crate::config::tls::TlsContext;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{self, HeaderValue};

@@ -9,7 +9,7 @@
 //! (`larder_conn_panics`), closes that connection and goes on serving its
 //! others. What the dead connection held is given back by drop: its buffers'
 //! charge to the connection budget (`conn::session`'s `Charge`, and
-//! `exec::output::Output`'s own), a value it was receiving into the store
+//! `connmem::output::Output`'s own), a value it was receiving into the store
 //! (`larder_store::Landing`), the large values it had pinned for sending,
 //! and a parked coalescing ticket (the worker's `close`). The store's locks
 //! recover from poisoning and a store operation never leaves an item half

@@ -18,7 +18,7 @@
 use crate::conn::session::{Session, Status};
 use crate::net::registry::{ConnInfo, ConnState};
 use crate::net::stream::Stream;
-use crate::state::config::{parse_args, Command, Protocol};
+use crate::config::{parse_args, Command, Protocol};
 use crate::state::server::{Server, Shutdown};
 use crate::trace::observe::Obs;
 use crate::trace::WorkerTrace;

@@ -9,7 +9,7 @@
 //! (`refresh_certs` changes it for later connections only); the handshake
 //! itself runs on the worker, like any other read and write.
 
-use crate::state::config::Settings;
+use crate::config::Settings;
 use crate::net::registry::{ConnInfo, ConnState};
 use crate::state::server::Server;
 use crate::net::stream::Stream;

@@ -21,50 +21,35 @@
 //! until the output drains, so a slow reader cannot make the server buffer
 //! without bound.
 //!
-//! `lru_crawler metadump` is streamed by the session: a few segments of one
-//! store shard at a time ([`DUMP_SEGMENTS_PER_STEP`], under that shard's
-//! lock only) are encoded into the write buffer; past the high-water mark
-//! the dump waits for the client like any other output, and each step
-//! counts against the `-R` allowance so other connections of the worker
-//! keep being served. Requests pipelined behind it run after its `END`.
+//! What the bytes mean is not the session's business: each request at the
+//! front of the buffer goes to the connection's `wire::Conversation`, whose
+//! drivers (the `-Y` gate, text with meta, binary with SASL) parse it, run
+//! it through the executors and encode its reply, and return a
+//! `wire::Step` that tells the session what to do with its buffers: drop
+//! the request's bytes, wait for a data block (and where a large value
+//! lies, to receive it aside), discard a rejected block, pause for the
+//! output, park, close, or hand the socket to the logger (`watch`,
+//! [`Status::Watch`]).
 //!
-//! A get parked by coalesced cold misses (`-o coalesce`, `state::coalesce`)
+//! A get parked by coalesced cold misses (`-o coalesce`, `stampede::coalesce`)
 //! stops the session where it stands, like a paused get: the request stays
-//! at the front of the read buffer (with the keys already answered in
-//! `resume`), nothing behind it runs, and the worker runs the session again
-//! once the request's ticket is released.
-//!
-//! With `-Y`, a session starts unauthenticated: until the handshake
-//! (`wire::auth`) succeeds, every request goes to it instead of the
-//! protocol front ends, so no command of any protocol reaches an executor.
-//! With `-S` (binary only), it starts unauthenticated too and the binary
-//! parser is told so (`binary::parse_sasl`): until a SASL exchange
-//! succeeds only SASL commands and `version` reach an executor, anything
-//! else is answered `AUTH_ERROR` and closes the connection.
-//!
-//! `watch` ends the session: once the logger accepts the watcher, the
-//! worker hands the socket to the logger thread ([`Status::Watch`]; see
-//! `trace/watch.rs`) and anything pipelined behind the command is dropped, as
-//! memcached ignores it.
+//! at the front of the read buffer (the conversation remembers the keys
+//! already answered), nothing behind it runs, and the worker runs the
+//! session again once the request's ticket is released.
 
-use crate::exec::output::Output;
-use crate::state::budget::ConnBudget;
-use crate::state::shelf::BufKind;
-use crate::exec::sasl::ConnAuth;
-use crate::exec::{After, Ctx, Parking};
-use crate::wire::auth::{self, AuthStep, Outcome};
-use crate::wire::binary::{self as binwire, BinStep};
-use crate::wire::text::{execute, triage, Step};
+use crate::connmem::output::Output;
+use crate::exec::Ctx;
 use crate::net::registry::{ConnInfo, ConnState};
-use crate::trace::WorkerTrace;
-use crate::state::server::Server;
-use crate::state::stats::{bump, WorkerStats};
-use crate::state::config::Protocol;
-use crate::trace::watch::{CloseReason, Reserved};
 use crate::net::stream::Stream;
+use crate::connmem::budget::ConnBudget;
+use crate::stampede::coalesce::Ticket;
+use crate::state::server::Server;
+use crate::connmem::shelf::BufKind;
+use crate::counters::{bump, WorkerStats};
+use crate::trace::watch::{CloseReason, Reserved};
+use crate::trace::WorkerTrace;
+use crate::wire::{Conversation, Step};
 use larder_proto::block::Input;
-use larder_proto::text::parse_input;
-use larder_proto::{binary, AdminCommand, Request};
 use larder_store::{Landing, Time};
 use std::io;
 use std::sync::Arc;
@@ -77,7 +62,7 @@ pub const BUF_SIZE: usize = 16 * 1024;
 const SHRINK_ABOVE: usize = BUF_SIZE;
 /// Stop producing output (between requests, between the keys of a
 /// multi-get) while this much is unsent, pinned large values included
-/// (`exec::output`). So a connection that does not read holds this much
+/// (`connmem::output`). So a connection that does not read holds this much
 /// plus one reply: a copied value (up to a segment's size; the budget pays
 /// for it) or a pinned large object (whose bytes `-m` already counts).
 pub const WRITE_HIGH_WATER: usize = 64 * 1024;
@@ -92,14 +77,6 @@ const READ_BUDGET: usize = 1024 * 1024;
 /// BENCHMARKS.md ("Large and medium values, fourth session") has the
 /// figures.
 const READ_MAX: usize = 64 * 1024;
-
-/// The protocol a connection speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Wire {
-    Undecided,
-    Text,
-    Binary,
-}
 
 /// What the worker should do with a session after an event.
 #[derive(Debug, PartialEq, Eq)]
@@ -124,7 +101,7 @@ pub struct Session {
     rbuf: Vec<u8>,
     rstart: usize,
     rend: usize,
-    /// Replies, and the rest of a large value being sent (`exec::output`).
+    /// Replies, and the rest of a large value being sent (`connmem::output`).
     out: Output,
     /// Start of unsent bytes in `out`.
     wstart: usize,
@@ -135,9 +112,6 @@ pub struct Session {
     /// connection budget (the output charges its own), and the buffer sizes
     /// last reported to it; given back when the session is dropped.
     charge: Charge,
-    /// Keys of the multi-key get at the front of the read buffer already
-    /// answered before it paused for the output to drain.
-    resume: usize,
     /// Bytes of a rejected data block still to discard.
     swallow: usize,
     /// Bytes (from `rstart`) the request being received needs in all, when
@@ -145,30 +119,22 @@ pub struct Session {
     need: usize,
     /// Close once the pending output is written.
     closing: bool,
-    /// Which protocol the client speaks; decided by its first byte under
-    /// `-B auto`, as memcached does.
-    wire: Wire,
+    /// The protocol side: which driver serves the next request, and what
+    /// a request in progress left behind (`wire::Conversation`).
+    talk: Conversation,
     /// Relative time of the last request (for idle timeouts).
     pub last_active: Time,
     /// Relative time the connection was adopted (TLS handshake timeout).
     pub opened: Time,
     /// Requests executed since the worker last took this count (latency).
     pub served: u32,
-    /// An `lru_crawler metadump` in progress.
-    dump: Option<Dump>,
     /// What `watch conn_close` will say when this connection ends.
     pub close_reason: CloseReason,
     /// `watch` accepted: the connection now belongs to the logger.
     watch: Option<Reserved>,
-    /// Whether it authenticated (`-Y`'s handshake or `-S`'s SASL; always
-    /// true without them) and its SASL conversation.
-    auth: ConnAuth,
     /// The request at the front of the read buffer waits for another
     /// client's refill of a key (`-o coalesce`); nothing behind it runs.
-    ticket: Option<crate::state::coalesce::Ticket>,
-    /// That request was released and runs again: its first read answers
-    /// what it finds.
-    retry: bool,
+    ticket: Option<crate::stampede::coalesce::Ticket>,
     /// The value of the request at the front, when it is received into the
     /// store's buffer instead of `rbuf` (see the module docs).
     landing: Option<Landing>,
@@ -194,6 +160,23 @@ impl Drop for Charge {
     }
 }
 
+/// How a wake-up reads: what is left of its read budget, whether the
+/// last read drained the socket, and whether the event said the peer
+/// closed (see [`Session::on_event`]).
+struct Reading {
+    budget: usize,
+    /// The last read took less than it was offered: the socket is empty.
+    drained: bool,
+    hangup: bool,
+}
+
+/// Where [`Session::serve`]'s loop goes next.
+enum Flow {
+    Return(Status),
+    /// Round again.
+    Again,
+}
+
 /// What [`Session::land`] did with a waiting value.
 enum Landed {
     /// Not a large object's: it goes to the read buffer.
@@ -202,17 +185,6 @@ enum Landed {
     Yes,
     /// It would be, but the connection budget has no room for it.
     NoRoom,
-}
-
-/// Segments walked per metadump step (one hold of a shard lock).
-const DUMP_SEGMENTS_PER_STEP: usize = 4;
-
-/// Where a metadump is: the shard being walked, the last segment
-/// generation done in it, and the prefix filter.
-struct Dump {
-    shard: usize,
-    after_gen: u64,
-    prefix: Option<Vec<u8>>,
 }
 
 impl Session {
@@ -227,22 +199,18 @@ impl Session {
             rend: 0,
             out: Output::budgeted(BUF_SIZE, budget.clone()).with_pins(),
             wstart: 0,
-            resume: 0,
             charge: Charge { budget: budget.clone(), input: 0, bufs: (0, 0) },
             deferred: Vec::new(),
             swallow: 0,
             need: 0,
             closing: false,
-            wire: Wire::Undecided,
+            talk: Conversation::new(authenticated),
             last_active: now,
             opened: now,
             served: 0,
-            dump: None,
             close_reason: CloseReason::Error,
             watch: None,
-            auth: ConnAuth::new(!authenticated),
             ticket: None,
-            retry: false,
             landing: None,
         }
     }
@@ -259,30 +227,19 @@ impl Session {
     }
 
     /// What releases the parked front request, if it is parked.
-    pub fn ticket(&self) -> Option<&crate::state::coalesce::Ticket> {
+    pub fn ticket(&self) -> Option<&crate::stampede::coalesce::Ticket> {
         self.ticket.as_ref()
     }
 
     /// The connection closes while parked: the ticket, to give back.
-    pub fn take_ticket(&mut self) -> Option<crate::state::coalesce::Ticket> {
+    pub fn take_ticket(&mut self) -> Option<crate::stampede::coalesce::Ticket> {
         self.ticket.take()
     }
 
     /// The parked request was released: run it again on the next event.
     pub fn unpark(&mut self) {
         self.ticket = None;
-        self.retry = true;
-    }
-
-    /// How this connection's next request may park.
-    fn parking(&self) -> Parking {
-        // The descriptor tells connections apart while they are open.
-        let conn = self.info.fd as u32;
-        if self.retry {
-            Parking::Retry(conn)
-        } else {
-            Parking::Allowed(conn)
-        }
+        self.talk.released();
     }
 
     /// Replies are waiting for the socket to accept them (in the session's
@@ -298,7 +255,7 @@ impl Session {
 
     /// Whether the connection sits between requests (idle-timeout eligible).
     pub fn is_idle(&self) -> bool {
-        self.rstart == self.rend && self.out.unsent(self.wstart) == 0 && self.swallow == 0 && self.resume == 0 && self.ticket.is_none()
+        self.rstart == self.rend && self.out.unsent(self.wstart) == 0 && self.swallow == 0 && !self.talk.resuming() && self.ticket.is_none()
     }
 
     /// Handle a readiness event (or a scheduled re-run).
@@ -343,20 +300,20 @@ impl Session {
     /// ([`land`](Self::land)) — or refuses it when the budget cannot hold
     /// it: true when it was refused and processing goes on (its bytes are
     /// swallowed as they come).
-    fn await_block(&mut self, srv: &Server, needed: Option<usize>, budget: &ConnBudget, binary_request: bool) -> bool {
+    fn await_block(&mut self, srv: &Server, needed: Option<usize>, budget: &ConnBudget) -> bool {
         let Some(total) = needed else { return false };
         if self.landing.is_none() {
-            match self.land(srv, total, binary_request) {
+            match self.land(srv, total) {
                 Landed::No => {}
                 Landed::Yes => return false,
                 Landed::NoRoom => {
-                    self.refuse_input(total, budget, binary_request);
+                    self.refuse_input(total, budget);
                     return true;
                 }
             }
         }
         if !self.input_fits(total, budget) {
-            self.refuse_input(total, budget, binary_request);
+            self.refuse_input(total, budget);
             return true;
         }
         self.info.set_state(ConnState::Nread);
@@ -368,9 +325,9 @@ impl Session {
     /// into the store's buffer, if it is big enough to be a large object:
     /// what of it is already read moves there, and what follows it (part of
     /// its trailer) closes up behind the command.
-    fn land(&mut self, srv: &Server, total: usize, binary_request: bool) -> Landed {
+    fn land(&mut self, srv: &Server, total: usize) -> Landed {
         let buf = &self.rbuf[self.rstart..self.rend];
-        let shape = if binary_request { binary::waiting_shape(buf, total) } else { larder_proto::text::waiting_shape(buf, total) };
+        let shape = self.talk.waiting_shape(buf, total);
         let Some(shape) = shape.filter(|s| srv.store.lands(s.key_len, s.value)) else { return Landed::No };
         // The parsers give a shape only once its head is buffered; checked
         // again here, where it is used to slice (a head that is not all in
@@ -387,19 +344,6 @@ impl Session {
         self.landing = Some(landing);
         self.info.set_state(ConnState::Nread);
         Landed::Yes
-    }
-
-    /// After a request ran: whether the connection closes (`quit` or an
-    /// error memcached closes on; `quit` counts as a normal close).
-    fn closes_after(&mut self, after: &After, quit: bool) -> bool {
-        if *after != After::Close {
-            return false;
-        }
-        if quit {
-            self.close_reason = CloseReason::Normal;
-        }
-        self.closing = true;
-        true
     }
 
     /// No reply may be begun (memcached's response objects ran out under
@@ -439,15 +383,10 @@ impl Session {
 
     /// A data block that does not fit in the budget: answered as memcached
     /// answers a value it cannot allocate, and discarded as it arrives.
-    fn refuse_input(&mut self, total: usize, budget: &ConnBudget, binary_request: bool) {
+    fn refuse_input(&mut self, total: usize, budget: &ConnBudget) {
         ConnBudget::count(&budget.read_oom);
         let mark = self.out.len();
-        let front = &self.rbuf[self.rstart..self.rend];
-        if !binary_request {
-            larder_proto::reply::line(&mut self.out.buf, "SERVER_ERROR out of memory storing object");
-        } else if let Some((opcode, opaque)) = binary::opcode_and_opaque(front) {
-            binary::error_message(&mut self.out.buf, opcode, binary::Status::OutOfMemory, opaque, binary::OOM_ITEM);
-        }
+        self.talk.refuse_block(&self.rbuf[self.rstart..self.rend], &mut self.out.buf);
         let buffered = self.rend - self.rstart;
         self.swallow = total.saturating_sub(buffered);
         self.rstart = self.rend;
@@ -455,94 +394,118 @@ impl Session {
     }
 
     fn serve(&mut self, srv: &Server, ws: &WorkerStats, tr: &mut WorkerTrace, now: Time, budget: &ConnBudget, hangup: bool) -> Status {
-        let mut read_budget = READ_BUDGET;
-        // The last read took less than it was offered: the socket is empty.
-        let mut drained = false;
+        let mut reading = Reading { budget: READ_BUDGET, drained: false, hangup };
         // -R: requests per wake-up before yielding to other connections.
         let mut allowance = srv.settings.reqs_per_event;
         loop {
-            if self.ticket.is_some() {
-                // Parked: only the replies before it go out.
-                return if self.flush(ws) { Status::Parked } else { Status::Close };
-            }
-            if !self.flush(ws) {
-                return Status::Close;
-            }
-            if self.closing {
-                return if self.out.unsent(self.wstart) == 0 { Status::Close } else { Status::Idle };
-            }
-            if self.pending_output() >= WRITE_HIGH_WATER {
-                // Wait for the client to read; the writable event resumes us.
-                self.info.set_state(ConnState::Write);
-                return Status::Idle;
+            if let Some(status) = self.write_first(ws) {
+                return status;
             }
             // Execute what is already buffered before reading more.
-            if self.rstart < self.rend || self.swallow > 0 || self.dump.is_some() {
-                let before = self.rstart;
-                let yielded = self.process(srv, ws, tr, now, &mut allowance, budget);
-                if self.watch.is_some() {
-                    return Status::Watch;
-                }
-                if self.rstart != before {
-                    self.last_active = now;
-                }
-                if yielded {
-                    bump(&ws.conn_yields, 1);
-                    return if self.flush(ws) { Status::Again } else { Status::Close };
-                }
-                // Output-bound work left (a dump, the remaining keys of a
-                // paused get): go round, flushing first; the bound check
-                // above waits for the socket. Nothing else would wake us:
-                // no input may come. A parked request: go round to report it.
-                let more = self.dump.is_some() || self.resume > 0 || self.ticket.is_some();
-                if self.closing || self.pending_output() >= WRITE_HIGH_WATER || more {
-                    continue;
+            if self.rstart < self.rend || self.swallow > 0 || self.talk.streaming() {
+                match self.run_buffered(srv, ws, tr, now, &mut allowance, budget) {
+                    Some(Flow::Return(status)) => return status,
+                    Some(Flow::Again) => continue,
+                    None => {}
                 }
             }
-            if read_budget == 0 {
-                bump(&ws.conn_yields, 1);
-                if !self.flush(ws) {
-                    return Status::Close;
-                }
-                return Status::Again;
-            }
-            if drained && !hangup {
-                if !self.flush(ws) {
-                    return Status::Close;
-                }
-                self.settle(budget);
-                return Status::Idle;
-            }
-            let offered = self.read_room();
-            match self.fill() {
-                Ok(0) => {
-                    // The peer closed, or only half-closed its side (`nc -q`,
-                    // a shell's `printf ... | nc`): as memcached, which
-                    // answers what it read before it reads the end, the
-                    // replies already produced go out (as far as the
-                    // socket takes them now) before the connection closes.
-                    self.close_reason = CloseReason::Normal;
-                    self.flush(ws);
-                    return Status::Close;
-                }
-                Ok(n) => {
-                    bump(&ws.bytes_read, n as u64);
-                    drained = n < offered;
-                    read_budget = read_budget.saturating_sub(n);
-                    self.last_active = now;
-                    self.info.touch(now);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    if !self.flush(ws) {
-                        return Status::Close;
-                    }
-                    self.settle(budget);
-                    return Status::Idle;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => return Status::Close,
+            match self.read_more(ws, now, budget, &mut reading) {
+                Flow::Return(status) => return status,
+                Flow::Again => {}
             }
         }
+    }
+
+    /// Before any work: send what is pending, and stop here when the
+    /// session is parked, closing, or waiting for the client to read.
+    fn write_first(&mut self, ws: &WorkerStats) -> Option<Status> {
+        if self.ticket.is_some() {
+            // Parked: only the replies before it go out.
+            return Some(if self.flush(ws) { Status::Parked } else { Status::Close });
+        }
+        if !self.flush(ws) {
+            return Some(Status::Close);
+        }
+        if self.closing {
+            return Some(if self.out.unsent(self.wstart) == 0 { Status::Close } else { Status::Idle });
+        }
+        if self.pending_output() >= WRITE_HIGH_WATER {
+            // Wait for the client to read; the writable event resumes us.
+            self.info.set_state(ConnState::Write);
+            return Some(Status::Idle);
+        }
+        None
+    }
+
+    /// Process the buffered requests; `None` when the session should read
+    /// more input next.
+    fn run_buffered(&mut self, srv: &Server, ws: &WorkerStats, tr: &mut WorkerTrace, now: Time, allowance: &mut usize, budget: &ConnBudget) -> Option<Flow> {
+        let before = self.rstart;
+        let yielded = self.process(srv, ws, tr, now, allowance, budget);
+        if self.watch.is_some() {
+            return Some(Flow::Return(Status::Watch));
+        }
+        if self.rstart != before {
+            self.last_active = now;
+        }
+        if yielded {
+            bump(&ws.conn_yields, 1);
+            return Some(Flow::Return(if self.flush(ws) { Status::Again } else { Status::Close }));
+        }
+        // Output-bound work left (a dump, the remaining keys of a paused
+        // get): go round, flushing first; the bound check waits for the
+        // socket. Nothing else would wake us: no input may come. A parked
+        // request: go round to report it.
+        let more = self.talk.streaming() || self.talk.resuming() || self.ticket.is_some();
+        if self.closing || self.pending_output() >= WRITE_HIGH_WATER || more {
+            return Some(Flow::Again);
+        }
+        None
+    }
+
+    /// Read once more from the socket, unless this wake-up's read budget is
+    /// spent or the socket was drained.
+    fn read_more(&mut self, ws: &WorkerStats, now: Time, budget: &ConnBudget, reading: &mut Reading) -> Flow {
+        if reading.budget == 0 {
+            bump(&ws.conn_yields, 1);
+            return Flow::Return(if self.flush(ws) { Status::Again } else { Status::Close });
+        }
+        if reading.drained && !reading.hangup {
+            return Flow::Return(self.rest(ws, budget));
+        }
+        let offered = self.read_room();
+        match self.fill() {
+            Ok(0) => {
+                // The peer closed, or only half-closed its side (`nc -q`, a
+                // shell's `printf ... | nc`): as memcached, which answers
+                // what it read before it reads the end, the replies already
+                // produced go out (as far as the socket takes them now)
+                // before the connection closes.
+                self.close_reason = CloseReason::Normal;
+                self.flush(ws);
+                Flow::Return(Status::Close)
+            }
+            Ok(n) => {
+                bump(&ws.bytes_read, n as u64);
+                reading.drained = n < offered;
+                reading.budget = reading.budget.saturating_sub(n);
+                self.last_active = now;
+                self.info.touch(now);
+                Flow::Again
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Flow::Return(self.rest(ws, budget)),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Flow::Again,
+            Err(_) => Flow::Return(Status::Close),
+        }
+    }
+
+    /// Nothing more to read now: send what is pending and wait.
+    fn rest(&mut self, ws: &WorkerStats, budget: &ConnBudget) -> Status {
+        if !self.flush(ws) {
+            return Status::Close;
+        }
+        self.settle(budget);
+        Status::Idle
     }
 
     fn pending_output(&self) -> usize {
@@ -561,7 +524,7 @@ impl Session {
     /// Make the read buffer able to hold `total` bytes of one request.
     ///
     /// A bigger buffer comes from the shelf of grown buffers when it has
-    /// one (`state::shelf`), else is allocated at its exact size and zeroed
+    /// one (`connmem::shelf`), else is allocated at its exact size and zeroed
     /// by the allocator (fresh pages, no memset pass), and only the
     /// unprocessed bytes move into it — not a `resize`, which would copy and
     /// then memset.
@@ -635,35 +598,17 @@ impl Session {
         // Set again below if the request at the front is still incomplete.
         self.need = 0;
         loop {
-            if self.swallow > 0 {
-                let n = self.swallow.min(self.rend - self.rstart);
-                self.rstart += n;
-                self.swallow -= n;
-                if self.swallow > 0 {
-                    self.info.set_state(ConnState::Swallow);
-                    break;
-                }
-                // The rejected data block is all in: now its reply.
-                self.out.extend_from_slice(&self.deferred);
-                self.deferred.clear();
+            if !self.discard_swallowed() {
+                break;
             }
-            if self.dump.is_some() {
-                if *allowance == 0 {
-                    return true;
-                }
-                *allowance -= 1;
-                if !self.dump_step(srv, &tr.obs, now) {
-                    break;
-                }
-                continue;
-            }
-            if self.rstart == self.rend || self.pending_output() > WRITE_HIGH_WATER {
+            let streaming = self.talk.streaming();
+            if !streaming && (self.rstart == self.rend || self.pending_output() > WRITE_HIGH_WATER) {
                 break;
             }
             if *allowance == 0 {
                 return true;
             }
-            if self.landing.as_ref().is_some_and(|l| !l.is_complete()) {
+            if !streaming && self.landing.as_ref().is_some_and(|l| !l.is_complete()) {
                 // Its value is still arriving (`stats conns`: conn_nread).
                 self.info.set_state(ConnState::Nread);
                 break;
@@ -674,176 +619,13 @@ impl Session {
             // consumes it (or, still missing its trailer, gives it back).
             let landed = self.landing.take();
             let input = Input { buf: &self.rbuf[self.rstart..self.rend], aside: landed.as_ref().map(|l| l.value()) };
-            let buf = input.buf;
-            if !self.auth.authenticated() && srv.auth.is_some() {
-                // -Y: the one gate before any protocol: see `wire::auth`.
-                // (-S's gate is the binary parser's, below.)
-                let check = |user: &[u8], pass: &[u8]| srv.auth.as_ref().is_some_and(|c| c.check(user, pass));
-                match auth::handshake(buf, check) {
-                    AuthStep::Wait => break,
-                    AuthStep::Close => {
-                        self.closing = true;
-                        break;
-                    }
-                    AuthStep::Answered { consumed, outcome } => {
-                        *allowance -= 1;
-                        if !self.out.start_response() {
-                            self.overflow();
-                            break;
-                        }
-                        self.served += 1;
-                        self.rstart += consumed;
-                        // memcached counts attempts, not refused requests.
-                        if matches!(outcome, Outcome::Authenticated | Outcome::Failed) {
-                            bump(&ws.auth_cmds, 1);
-                        }
-                        if outcome == Outcome::Failed {
-                            bump(&ws.auth_errors, 1);
-                        }
-                        self.auth.set_authenticated(outcome == Outcome::Authenticated);
-                        larder_proto::reply::line(&mut self.out.buf, outcome.reply());
-                        continue;
-                    }
-                }
-            }
-            if self.wire == Wire::Undecided {
-                self.wire = match srv.settings.protocol {
-                    Protocol::Ascii => Wire::Text,
-                    Protocol::Binary => Wire::Binary,
-                    Protocol::Auto if binary::is_binary(buf[0]) => Wire::Binary,
-                    Protocol::Auto => Wire::Text,
-                };
-            }
-            if self.wire == Wire::Binary {
-                let mark = self.out.len();
-                let mut cx = Ctx::new(srv, ws, tr, self.info.fd, now).parking(self.parking()).landed(landed.as_ref());
-                let sasl = srv.settings.sasl.then(|| self.auth.authenticated());
-                let parsed = binary::parse_input(input, &srv.limits, sasl);
-                match binwire::triage(&mut cx, parsed, &mut self.out) {
-                    BinStep::Run(request, consumed) => {
-                        *allowance -= 1;
-                        if !self.out.start_response() {
-                            self.overflow();
-                            break;
-                        }
-                        self.served += 1;
-                        let quit = request.opcode.command() == binary::Command::Quit;
-                        let after = binwire::execute(&mut cx, request, &mut self.out);
-                        self.retry = false;
-                        if let After::Parked(_) = after {
-                            // Same request again once released.
-                            self.ticket = cx.ticket.take();
-                            break;
-                        }
-                        self.rstart += consumed;
-                        if self.closes_after(&after, quit) {
-                            break;
-                        }
-                    }
-                    BinStep::Sasl(request, consumed) => {
-                        *allowance -= 1;
-                        if !self.out.start_response() {
-                            self.overflow();
-                            break;
-                        }
-                        self.served += 1;
-                        binwire::sasl(&mut cx, &mut self.auth, &request, &mut self.out);
-                        self.rstart += consumed;
-                    }
-                    BinStep::Wait(needed) => {
-                        self.landing = landed;
-                        if self.await_block(srv, needed, budget, true) {
-                            continue;
-                        }
-                        break;
-                    }
-                    BinStep::Skip { consumed, swallow, close } => {
-                        self.rstart += consumed;
-                        self.swallow = swallow;
-                        if !close {
-                            self.defer_reply(mark, swallow);
-                        }
-                        if close {
-                            self.closing = true;
-                            break;
-                        }
-                    }
-                    BinStep::Close => {
-                        self.closing = true;
-                        break;
-                    }
-                }
-                continue;
-            }
-            let mark = self.out.len();
-            let mut cx = Ctx::new(srv, ws, tr, self.info.fd, now).parking(self.parking()).landed(landed.as_ref());
-            match triage(&mut cx, parse_input(input, &srv.limits), &mut self.out) {
-                Step::Run(Request::Admin { command: AdminCommand::LruCrawler, args }, consumed)
-                    if args.starts_with(b"metadump") =>
-                {
-                    *allowance -= 1;
-                    self.served += 1;
-                    let words: Vec<&[u8]> = args.split(|&b| b == b' ').filter(|w| !w.is_empty()).skip(1).collect();
-                    let start = metadump_start(srv, &words, self.pending_output() > 0, &mut self.out.buf);
-                    self.dump = start;
-                    self.rstart += consumed;
-                }
-                Step::Run(Request::Admin { command: AdminCommand::Watch, args }, consumed) => {
-                    *allowance -= 1;
-                    self.served += 1;
-                    self.rstart += consumed;
-                    if let Some(r) = watch_start(srv, args, self.pending_output() > 0, &mut self.out.buf) {
-                        self.watch = Some(r);
-                        break;
-                    }
-                }
-                Step::Run(request, consumed) => {
-                    *allowance -= 1;
-                    if self.resume == 0 && !self.out.start_response() {
-                        self.overflow();
-                        break;
-                    }
-                    let quit = matches!(request, Request::Quit);
-
-                    let after = execute(&mut cx, request, &mut self.out, self.resume);
-                    self.retry = false;
-                    match after {
-                        After::Paused(done) => {
-                            // Same request again once the output drains.
-                            self.resume = done;
-                            break;
-                        }
-                        After::Parked(at) => {
-                            // Same request again, from that key, once released.
-                            self.resume = at;
-                            self.ticket = cx.ticket.take();
-                            break;
-                        }
-                        _ => {}
-                    }
-                    self.resume = 0;
-                    self.served += 1;
-                    self.rstart += consumed;
-                    if self.closes_after(&after, quit) {
-                        break;
-                    }
-                }
-                Step::Wait(needed) => {
-                    self.landing = landed;
-                    if self.await_block(srv, needed, budget, false) {
-                        continue;
-                    }
-                    break;
-                }
-                Step::Skip { consumed, swallow } => {
-                    self.rstart += consumed;
-                    self.swallow = swallow;
-                    self.defer_reply(mark, swallow);
-                }
-                Step::Close => {
-                    self.closing = true;
-                    break;
-                }
+            let pipelined = self.pending_output() > 0;
+            let mut cx = Ctx::new(srv, ws, tr, self.info.fd, now).landed(landed.as_ref());
+            let step = self.talk.step(&mut cx, input, &mut self.out, pipelined);
+            let ticket = cx.ticket.take();
+            drop(cx);
+            if !self.follow(step, ticket, landed, allowance, srv, budget) {
+                break;
             }
         }
         if self.rstart == self.rend && self.swallow == 0 {
@@ -852,48 +634,85 @@ impl Session {
         false
     }
 
-    /// Stream the next step of a metadump (or its END); false when the
-    /// output must drain first.
-    fn dump_step(&mut self, srv: &Server, obs: &crate::trace::observe::Obs, now: Time) -> bool {
-        let Some(d) = &mut self.dump else { return true };
-        if self.out.unsent(self.wstart) > WRITE_HIGH_WATER {
-            return false;
-        }
-        if d.shard >= srv.store.shard_count() {
-            larder_observe::metadump::write_end(&mut self.out.buf);
-            self.dump = None;
+    /// Discard what is left of a rejected data block, then send the reply
+    /// held back for it; false while some of it has yet to arrive.
+    fn discard_swallowed(&mut self) -> bool {
+        if self.swallow == 0 {
             return true;
         }
-        let delimiter = srv.settings.prefix_delimiter;
-        let out = &mut self.out.buf;
-        let prefix = d.prefix.as_deref();
-        let step = srv.store.for_each_item_in_shard_from(d.shard, now, d.after_gen, DUMP_SEGMENTS_PER_STEP, |key, it| {
-            if let Some(p) = prefix {
-                if larder_observe::key_prefix(key, delimiter) != Some(p) {
-                    return;
-                }
-            }
-            larder_observe::metadump::write_line(
-                out,
-                &larder_observe::metadump::MetadumpItem {
-                    key,
-                    exptime: (it.exptime != 0).then(|| obs.unix_time(it.exptime)),
-                    last_access: obs.unix_time(it.last_access),
-                    cas: if srv.settings.cas_enabled { it.cas } else { 0 },
-                    fetched: it.fetched,
-                    class: 1,
-                    size: it.size,
-                },
-            );
-        });
+        let n = self.swallow.min(self.rend - self.rstart);
+        self.rstart += n;
+        self.swallow -= n;
+        if self.swallow > 0 {
+            self.info.set_state(ConnState::Swallow);
+            return false;
+        }
+        // The rejected data block is all in: now its reply.
+        self.out.extend_from_slice(&self.deferred);
+        self.deferred.clear();
+        true
+    }
+
+    /// Do what a driver's step asks of the session; false when processing
+    /// stops for this wake-up.
+    fn follow(&mut self, step: Step, ticket: Option<Ticket>, landed: Option<Landing>, allowance: &mut usize, srv: &Server, budget: &ConnBudget) -> bool {
         match step {
-            Some((_, last)) => d.after_gen = last,
-            None => {
-                d.shard += 1;
-                d.after_gen = 0;
+            Step::Ran { consumed, close } => {
+                *allowance -= 1;
+                self.served += 1;
+                self.rstart += consumed;
+                if let Some(reason) = close {
+                    self.close_reason = reason;
+                    self.closing = true;
+                    return false;
+                }
+                true
+            }
+            Step::Streamed => {
+                *allowance -= 1;
+                true
+            }
+            Step::Blocked => false,
+            Step::Paused => {
+                *allowance -= 1;
+                false
+            }
+            Step::Parked => {
+                *allowance -= 1;
+                self.ticket = ticket;
+                false
+            }
+            Step::Overflow => {
+                *allowance -= 1;
+                self.overflow();
+                false
+            }
+            Step::Watch { consumed, reserved } => {
+                *allowance -= 1;
+                self.served += 1;
+                self.rstart += consumed;
+                self.watch = Some(reserved);
+                false
+            }
+            Step::Wait(needed) => {
+                self.landing = landed;
+                self.await_block(srv, needed, budget)
+            }
+            Step::Skipped { consumed, swallow, reply_from, close } => {
+                self.rstart += consumed;
+                self.swallow = swallow;
+                if close {
+                    self.closing = true;
+                    return false;
+                }
+                self.defer_reply(reply_from, swallow);
+                true
+            }
+            Step::Close => {
+                self.closing = true;
+                false
             }
         }
-        true
     }
 
     /// Write pending output; false if the connection is broken.
@@ -942,66 +761,6 @@ impl Session {
         }
         if self.out.is_empty() && self.out.capacity() > SHRINK_ABOVE {
             self.out.shrink();
-        }
-    }
-}
-
-/// Answer `lru_crawler metadump <args>` as memcached does, or start a dump.
-fn metadump_start(srv: &Server, words: &[&[u8]], pipelined: bool, out: &mut Vec<u8>) -> Option<Dump> {
-    let Some(args) = larder_observe::metadump::MetadumpArgs::parse(words) else {
-        out.extend_from_slice(larder_proto::reply::ERROR);
-        return None;
-    };
-    if !srv.settings.lru_crawler {
-        larder_proto::reply::line(out, "CLIENT_ERROR lru crawler disabled");
-        return None;
-    }
-    if !srv.settings.dump_enabled {
-        larder_proto::reply::line(out, "ERROR metadump not allowed");
-        return None;
-    }
-    if pipelined {
-        larder_proto::reply::line(out, "ERROR cannot pipeline other commands before metadump");
-        return None;
-    }
-    Some(Dump { shard: 0, after_gen: 0, prefix: args.prefix.map(<[u8]>::to_vec) })
-}
-
-/// Answer `watch <args>` as memcached does; `Some` when the connection
-/// becomes a watcher (its `OK` comes from the logger thread, first on the
-/// stream it takes over).
-fn watch_start(srv: &Server, args: &[u8], pipelined: bool, out: &mut Vec<u8>) -> Option<Reserved> {
-    let words: Vec<&[u8]> = args.split(|&b| b == b' ').filter(|w| !w.is_empty()).collect();
-    // memcached sets noreply from the last token before looking at the
-    // rest, so `... noreply` silences the error it then gives (`noreply` is
-    // no watch argument).
-    let noreply = words.last() == Some(&&b"noreply"[..]);
-    let mut reply = |line: &str| {
-        if !noreply {
-            larder_proto::reply::line(out, line);
-        }
-    };
-    if !srv.log.enabled() {
-        reply("CLIENT_ERROR watch commands not allowed");
-        return None;
-    }
-    if pipelined {
-        reply("ERROR cannot pipeline other commands before watch");
-        return None;
-    }
-    let Some(flags) = larder_observe::watch::WatchFlags::parse(&words) else {
-        reply("ERROR");
-        return None;
-    };
-    match srv.log.reserve(&flags) {
-        Ok(r) => Some(r),
-        Err(crate::trace::watch::Refused::TooMany) => {
-            reply("WATCHER_TOO_MANY log watcher limit reached");
-            None
-        }
-        Err(crate::trace::watch::Refused::Failed) => {
-            reply("WATCHER_FAILED failed to add log watcher");
-            None
         }
     }
 }

@@ -18,14 +18,13 @@
 //! `stats larder` as `larder_udp_replies_cut`. So a reply holds its lines,
 //! one entry per value and one datagram, whatever its values add up to.
 
-use crate::exec::output::{Output, ReadPos};
+use crate::connmem::output::{Output, ReadPos};
 use crate::exec::Ctx;
-use crate::wire::binary::{self as binwire, BinStep};
-use crate::wire::text::{execute, triage, Step};
+use crate::wire::{Conversation, Step};
+use larder_proto::block::Input;
 use crate::trace::WorkerTrace;
 use crate::state::server::Server;
-use crate::state::stats::{bump, WorkerStats};
-use larder_proto::{binary, parse};
+use crate::counters::{bump, WorkerStats};
 use larder_store::Time;
 use mio::net::UdpSocket;
 use std::io::ErrorKind;
@@ -75,7 +74,7 @@ impl UdpHandler {
     /// Replies are charged to the connection `budget` like a TCP
     /// connection's output: their lines and value references (values
     /// themselves are read from the store a datagram at a time).
-    pub fn new(socket: UdpSocket, budget: std::sync::Arc<crate::state::budget::ConnBudget>) -> UdpHandler {
+    pub fn new(socket: UdpSocket, budget: std::sync::Arc<crate::connmem::budget::ConnBudget>) -> UdpHandler {
         UdpHandler {
             socket,
             rbuf: vec![0; 65536],
@@ -97,42 +96,32 @@ impl UdpHandler {
             bump(&ws.bytes_read, n as u64);
             let Some(Frame { request_id, .. }) = frame(&self.rbuf[..n]) else { continue };
             self.out.clear();
-            let mut pos = HEADER;
-            // memcached decides text or binary per datagram by its first byte.
-            let is_binary = pos < n && binary::is_binary(self.rbuf[pos]);
-            while pos < n {
-                if is_binary {
-                    let parsed = binary::parse(&self.rbuf[pos..n], &srv.limits);
-                    let mut cx = Ctx::new(srv, ws, tr, fd, now);
-                    match binwire::triage(&mut cx, parsed, &mut self.out) {
-                        BinStep::Run(request, consumed) => {
-                            pos += consumed;
-                            let _ = binwire::execute(&mut cx, request, &mut self.out);
-                        }
-                        BinStep::Skip { consumed, swallow, close } => {
-                            pos += consumed + swallow;
-                            if close {
-                                break;
-                            }
-                        }
-                        // UDP is refused with -S, and parse() yields no
-                        // SASL requests: stop reading the datagram if it did.
-                        BinStep::Sasl(..) | BinStep::Wait(_) | BinStep::Close => break,
-                    }
-                    continue;
-                }
-                let parsed = parse(&self.rbuf[pos..n], &srv.limits);
-                let mut cx = Ctx::new(srv, ws, tr, fd, now);
-                match triage(&mut cx, parsed, &mut self.out) {
-                    Step::Run(request, consumed) => {
-                        pos += consumed;
-                        let _ = execute(&mut cx, request, &mut self.out, 0);
-                    }
-                    Step::Skip { consumed, swallow } => pos += consumed + swallow,
-                    Step::Wait(_) | Step::Close => break,
-                }
-            }
+            self.serve_datagram(srv, ws, tr, fd, now, n);
             self.send_reply(request_id, peer, srv, ws);
+        }
+    }
+
+    /// Run the requests of the datagram in `rbuf[..n]` through the same
+    /// drivers a connection uses, replies into `out`. A request that is not
+    /// whole in it, or one after which memcached would close a connection,
+    /// ends the datagram.
+    fn serve_datagram(&mut self, srv: &Server, ws: &WorkerStats, tr: &mut WorkerTrace, fd: i32, now: Time, n: usize) {
+        let mut talk = Conversation::datagram();
+        let mut pos = HEADER;
+        while pos < n {
+            let mut cx = Ctx::new(srv, ws, tr, fd, now);
+            match talk.step(&mut cx, Input::new(&self.rbuf[pos..n]), &mut self.out, false) {
+                // Closing requests (`quit`) end nothing: there is no
+                // connection; the rest of the datagram still runs.
+                Step::Ran { consumed, .. } => pos += consumed,
+                Step::Skipped { consumed, swallow, close, .. } => {
+                    pos += consumed + swallow;
+                    if close {
+                        break;
+                    }
+                }
+                _ => break,
+            }
         }
     }
 

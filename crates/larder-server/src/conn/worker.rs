@@ -21,7 +21,7 @@ use crate::net::registry::ConnInfo;
 use crate::state::server::Server;
 use crate::conn::session::{Session, Status};
 use crate::net::stream::Stream;
-use crate::state::stats::bump;
+use crate::counters::bump;
 use crate::conn::udp::UdpHandler;
 use crate::conn::contain::contain;
 use mio::net::UdpSocket;
@@ -60,7 +60,7 @@ impl Inbox {
     }
 
     /// The worker's waker, for others that need to interrupt its `poll`
-    /// (released parked requests, `state::coalesce`).
+    /// (released parked requests, `stampede::coalesce`).
     pub fn waker(&self) -> Arc<Waker> {
         self.waker.clone()
     }
@@ -123,7 +123,6 @@ impl Worker {
         let mut rerun: Vec<Token> = Vec::new();
         let mut last_sweep = self.srv.clock.now();
         let srv = self.srv.clone();
-        let ws = &srv.stats.workers[self.id];
         loop {
             let timeout = if again.is_empty() { self.parked_timeout(Duration::from_millis(500)) } else { Duration::ZERO };
             if !timeout.is_zero() {
@@ -146,27 +145,7 @@ impl Worker {
                 self.mark = Instant::now();
             }
             std::mem::swap(&mut again, &mut rerun);
-            for event in events.iter() {
-                let token = event.token();
-                if token == WAKER {
-                    self.adopt_new(now, &mut again);
-                } else if token.0 >= UDP_BASE {
-                    if let Some(h) = self.udp.get_mut(token.0 - UDP_BASE) {
-                        // A panic on one datagram loses that datagram's
-                        // reply only (conn::contain).
-                        let trace = &mut self.trace;
-                        if contain(|| h.on_readable(&srv, ws, trace, now)).is_none() {
-                            srv.stats.conns.conn_panics.fetch_add(1, Relaxed);
-                        }
-                    }
-                } else {
-                    rerun.retain(|t| *t != token);
-                    // The peer's FIN (or an error) came with this event: the
-                    // session must read on to see it (see Session::on_event).
-                    let hangup = event.is_read_closed() || event.is_error();
-                    self.run_session(token, now, &mut again, hangup);
-                }
-            }
+            self.dispatch(&events, now, &mut again, &mut rerun);
             for token in rerun.drain(..) {
                 self.run_session(token, now, &mut again, true);
             }
@@ -179,23 +158,56 @@ impl Worker {
             }
             if now != last_sweep {
                 last_sweep = now;
-                self.sweep_idle(now);
-                // Expired segments go back to the pool now, not when memory
-                // runs out (each worker takes its share of the shards, and
-                // hears of what leaves with them). Items in
-                // grace (`-o grace`) are kept as long as it lasts. And every
-                // segment for RECLAIM_AFTER seconds past its expiry: a client
-                // that reads an item right after it expired (or one stored
-                // already expired, as memcached's stats.t does) must find it
-                // expired (`get_expired`), not gone (a plain miss).
-                let horizon = now.saturating_sub(srv.settings.grace.longest().max(RECLAIM_AFTER));
-                let WorkerTrace { obs, log } = &mut self.trace;
-                let d = Departed { obs, log, now };
-                srv.store.reporting(d).reclaim_expired(horizon, self.id, srv.settings.threads);
-                if self.id == 0 {
-                    srv.observer.maintain();
-                }
+                self.housekeep(now);
             }
+        }
+    }
+
+    /// Serve this turn's readiness events: new connections, datagrams, and
+    /// sessions (each once; one that ran is no longer due for a re-run).
+    fn dispatch(&mut self, events: &Events, now: u32, again: &mut Vec<Token>, rerun: &mut Vec<Token>) {
+        let srv = self.srv.clone();
+        let ws = &srv.stats.workers[self.id];
+        for event in events.iter() {
+            let token = event.token();
+            if token == WAKER {
+                self.adopt_new(now, again);
+            } else if token.0 >= UDP_BASE {
+                if let Some(h) = self.udp.get_mut(token.0 - UDP_BASE) {
+                    // A panic on one datagram loses that datagram's
+                    // reply only (conn::contain).
+                    let trace = &mut self.trace;
+                    if contain(|| h.on_readable(&srv, ws, trace, now)).is_none() {
+                        srv.stats.conns.conn_panics.fetch_add(1, Relaxed);
+                    }
+                }
+            } else {
+                rerun.retain(|t| *t != token);
+                // The peer's FIN (or an error) came with this event: the
+                // session must read on to see it (see Session::on_event).
+                let hangup = event.is_read_closed() || event.is_error();
+                self.run_session(token, now, again, hangup);
+            }
+        }
+    }
+
+    /// Once a second: idle timeouts, expired segments back to the pool.
+    fn housekeep(&mut self, now: u32) {
+        let srv = self.srv.clone();
+        self.sweep_idle(now);
+        // Expired segments go back to the pool now, not when memory runs
+        // out (each worker takes its share of the shards, and hears of what
+        // leaves with them). Items in grace (`-o grace`) are kept as long as
+        // it lasts. And every segment for RECLAIM_AFTER seconds past its
+        // expiry: a client that reads an item right after it expired (or
+        // one stored already expired, as memcached's stats.t does) must find
+        // it expired (`get_expired`), not gone (a plain miss).
+        let horizon = now.saturating_sub(srv.settings.grace.longest().max(RECLAIM_AFTER));
+        let WorkerTrace { obs, log } = &mut self.trace;
+        let d = Departed { obs, log, now };
+        srv.store.reporting(d).reclaim_expired(horizon, self.id, srv.settings.threads);
+        if self.id == 0 {
+            srv.observer.maintain();
         }
     }
 

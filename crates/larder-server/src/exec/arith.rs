@@ -8,7 +8,7 @@
 //! grace round like any write.
 
 use super::Ctx;
-use crate::state::stats::bump;
+use crate::counters::bump;
 use larder_store::{ArithOutcome, Mode, StoreResult, Time, WriteOptions};
 
 /// One incr/decr in the store's terms.

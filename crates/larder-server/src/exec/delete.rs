@@ -8,7 +8,7 @@
 //! store its CAS), not a removal.
 
 use super::Ctx;
-use crate::state::stats::bump;
+use crate::counters::bump;
 use larder_store::{DeleteOutcome, Time};
 
 /// `md … I`: mark stale instead of removing.

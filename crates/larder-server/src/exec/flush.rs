@@ -1,7 +1,7 @@
 //! `flush_all [delay]` (text) and `FLUSH`/`FLUSHQ` (binary).
 
 use super::Ctx;
-use crate::state::stats::bump;
+use crate::counters::bump;
 
 /// `flush_all` was refused (`-F`).
 #[derive(Debug)]

@@ -15,7 +15,6 @@
 //! | [`touch`]   | touch / — / TOUCH                                            |
 //! | [`flush`]   | flush_all / — / FLUSH FLUSHQ                                 |
 //! | [`admin`]   | version verbosity shutdown cache_memlimit debugtime …        |
-//! | [`sasl`]    | — / — / SASL_LIST_MECHS SASL_AUTH SASL_STEP (`-S`)           |
 //!
 //! An executor takes the request context ([`Ctx`]) and the command's
 //! arguments in the store's terms (expiry already converted to server
@@ -27,15 +26,16 @@
 //! Each executor records its command once, from the outcome: counters
 //! (`stats`), `watch` lines (`trace::watch`), per-prefix/hot-key accounting
 //! (`trace::observe`) and the grace-mode winner table.
+//!
+//! The SASL commands (binary only, `-S`) are authentication's and live in
+//! `auth::sasl`.
 
 pub mod admin;
 pub mod arith;
 pub mod delete;
 pub mod flush;
-pub mod output;
 pub mod read;
 pub mod report;
-pub mod sasl;
 pub mod store;
 pub mod touch;
 
@@ -43,8 +43,8 @@ use crate::trace::observe::{Departed, Obs};
 use crate::trace::watch::{Trace, WorkerLog};
 use crate::trace::WorkerTrace;
 use crate::state::server::Server;
-use crate::state::stats::WorkerStats;
-use crate::state::coalesce::Ticket;
+use crate::counters::WorkerStats;
+use crate::stampede::coalesce::Ticket;
 use larder_store::{Landing, Reporting, Time};
 
 /// Everything a command runs with: the server, the calling worker's
@@ -67,7 +67,7 @@ pub struct Ctx<'a> {
 }
 
 /// Whether a plain read that misses may wait for another client's refill
-/// (`state::coalesce`).
+/// (`stampede::coalesce`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Parking {
     /// No: UDP, and anything without a connection to hold the request.

@@ -13,14 +13,14 @@
 //! * Coalesced cold misses (`-o coalesce`): a plain read of an absent key
 //!   in grace's scope, while another client refills it, is parked instead
 //!   of answered ([`Read::Parked`]); the connection runs it again when the
-//!   key is written or the window ends (`state::coalesce`).
+//!   key is written or the window ends (`stampede::coalesce`).
 //! * The hit's bytes are encoded by the front end's closure under the
 //!   store's shard lock (no copy); a winner's stale value is never encoded.
 
 use super::{Ctx, Parking};
-use crate::state::coalesce::ColdVerdict;
-use crate::state::grace::Verdict;
-use crate::state::stats::bump;
+use crate::stampede::coalesce::ColdVerdict;
+use crate::stampede::grace::Verdict;
+use crate::counters::bump;
 use larder_store::{item_bytes, Item, Lookup, MetaGet, MetaItem, Time};
 
 /// What one key of a get-family read came to.

@@ -10,7 +10,7 @@
 //! whole store as one class (id 1) so tools that parse them keep working.
 
 use crate::state::server::Server;
-use crate::state::stats::{rusage, stat_f64, VERSION};
+use crate::counters::{rusage, stat_f64, VERSION};
 use larder_proto::reply::{self, stat_str, stat_u64};
 use larder_store::Time;
 use std::borrow::Cow;
@@ -260,7 +260,7 @@ fn general(srv: &Server, s: &mut Snapshot) {
     s.u64("connection_structures", c.connection_structures.load(Relaxed));
     // memcached's connection-buffer figures, for larder's buffers: output
     // buffers are its "response objects", input buffers its read buffers
-    // (one per connection, and grown ones kept for reuse: `state::shelf`).
+    // (one per connection, and grown ones kept for reuse: `connmem::shelf`).
     let (read_bytes, write_bytes) = srv.budget.buffer_bytes();
     let read_free = srv.budget.shelved_bytes().0 as u64;
     let (read_bytes, write_bytes) = (read_bytes as u64, write_bytes as u64);
@@ -399,7 +399,7 @@ fn larder(srv: &Server, s: &mut Snapshot) {
     s.u64("larder_conn_budget_used", srv.budget.used() as u64);
     // Connections ended by a bug (a panic) instead of the server (conn::contain).
     s.u64("larder_conn_panics", srv.stats.conns.conn_panics.load(Relaxed));
-    // Output buffers kept for reuse (`state::shelf`); the input ones are
+    // Output buffers kept for reuse (`connmem::shelf`); the input ones are
     // memcached's `read_buf_bytes_free`.
     s.u64("larder_write_buf_bytes_free", srv.budget.shelved_bytes().1 as u64);
     if srv.settings.udp_port != 0 {

@@ -12,7 +12,7 @@
 //!   replace, binary stores with a CAS), not conditional appends.
 
 use super::Ctx;
-use crate::state::stats::bump;
+use crate::counters::bump;
 use larder_observe::watch::StoreCmd;
 use larder_store::{Mode, StoreResult, Time, WriteOptions};
 

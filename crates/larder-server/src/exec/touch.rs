@@ -2,7 +2,7 @@
 //! (`gat` and meta `mg … T` touch as part of a read: see `read.rs`.)
 
 use super::Ctx;
-use crate::state::stats::bump;
+use crate::counters::bump;
 use larder_store::{item_bytes, Lookup, Time};
 
 /// What a touch found: the item's client flags and visible CAS.

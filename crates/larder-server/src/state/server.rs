@@ -3,9 +3,9 @@
 //! registry and the shutdown switch.
 
 use crate::state::clock::Clock;
-use crate::state::config::Settings;
+use crate::config::Settings;
 use crate::net::registry::Registry;
-use crate::state::stats::ServerStats;
+use crate::counters::ServerStats;
 use larder_proto::Limits;
 use larder_store::Store;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
@@ -82,8 +82,8 @@ impl Shutdown {
 pub struct Server {
     /// How this server is asked to stop.
     pub shutdown: Shutdown,
-    /// The connection-memory budget (`state::budget`).
-    pub budget: Arc<crate::state::budget::ConnBudget>,
+    /// The connection-memory budget (`connmem::budget`).
+    pub budget: Arc<crate::connmem::budget::ConnBudget>,
     pub settings: Settings,
     pub store: Store,
     pub clock: Clock,
@@ -91,9 +91,9 @@ pub struct Server {
     pub registry: Registry,
     pub limits: Limits,
     /// Grace mode: who is refilling which expired key.
-    pub winners: crate::state::grace::Winners,
+    pub winners: crate::stampede::grace::Winners,
     /// Coalesced cold misses: who refills which absent key, and who waits.
-    pub coalescer: crate::state::coalesce::Coalescer,
+    pub coalescer: crate::stampede::coalesce::Coalescer,
     /// Observability state shared by the workers (each has its own
     /// `ObserverWorker`, see `observe.rs`).
     pub observer: larder_observe::observer::Observer,
@@ -101,14 +101,14 @@ pub struct Server {
     /// hook, hence the Arc.
     pub log: std::sync::Arc<crate::trace::watch::Logger>,
     /// What the warm restart (`-e`) loaded at start-up.
-    pub restart: crate::state::persist::RestartStats,
+    pub restart: crate::restart::RestartStats,
     /// `-Y`: the credentials connections must present before any command.
-    pub auth: Option<crate::state::authfile::Credentials>,
+    pub auth: Option<crate::auth::authfile::Credentials>,
     /// `-S`: the Cyrus SASL library, initialised at start-up.
-    pub sasl: Option<&'static crate::state::sasl::Cyrus>,
+    pub sasl: Option<&'static crate::auth::cyrus::Cyrus>,
     /// `-Z`: the TLS configuration new connections start from, and the
     /// TLS counters of `stats`.
-    pub tls: Option<Arc<crate::state::tls::TlsContext>>,
+    pub tls: Option<Arc<crate::config::tls::TlsContext>>,
     verbosity: AtomicU32,
     stopping: AtomicBool,
     /// With `-C`: the second of the last immediate `flush_all` (0 = none).
@@ -133,14 +133,14 @@ impl Server {
         });
         observer.prefixes.set_detail(settings.detail_enabled);
         let log = crate::trace::watch::Logger::new(settings.watch_enabled, settings.worker_logbuf_size, settings.watcher_logbuf_size);
-        let mut budget = crate::state::budget::ConnBudget::new(settings.conn_budget());
+        let mut budget = crate::connmem::budget::ConnBudget::new(settings.conn_budget());
         if settings.read_buf_mem_limit > 0 {
             let buffers = (settings.read_buf_mem_limit / settings.threads.max(1) / (16 << 10)).max(1);
             budget.resp_limit = buffers * 14;
         }
         let budget = Arc::new(budget);
         store.set_pin_spill(budget.clone());
-        let coalescer = crate::state::coalesce::Coalescer::new(settings.coalesce.clone(), settings.threads);
+        let coalescer = crate::stampede::coalesce::Coalescer::new(settings.coalesce.clone(), settings.threads);
         Server {
             shutdown,
             budget,
@@ -152,7 +152,7 @@ impl Server {
             clock: Clock::new(),
             registry: Registry::default(),
             limits,
-            winners: crate::state::grace::Winners::new(),
+            winners: crate::stampede::grace::Winners::new(),
             coalescer,
             observer,
             restart: Default::default(),

@@ -8,15 +8,64 @@
 //! `-S` the SASL commands come here too ([`sasl`]); which requests an
 //! unauthenticated connection may make is the parser's decision
 //! (`binary::parse_sasl`).
+//!
+//! [`step`] is the binary driver: one request from the front of the input
+//! to its reply.
 
-use crate::exec::output::{Output, REPLY_HEAD};
+use crate::connmem::output::{Output, REPLY_HEAD};
 use crate::exec::{self, After, Ctx};
 use larder_observe::watch::StoreCmd;
 use larder_proto::binary::{self, BinParsed, BinRequest, Command, Extras, ResponseHead, SaslRequest, Status};
+use larder_proto::block::Input;
 use larder_store::{DeleteOutcome, Mode, StoreResult, WriteOptions};
+use crate::trace::watch::CloseReason;
+use crate::wire::{Conversation, Step};
+
+/// The binary driver: parse the request at the front of `input` (under
+/// `-S`, as the connection's SASL state allows), run it and encode its
+/// reply.
+pub fn step(conv: &mut Conversation, cx: &mut Ctx<'_>, input: Input<'_>, out: &mut Output) -> Step {
+    let mark = out.len();
+    let sasl = (cx.srv.settings.sasl && !conv.datagram).then(|| conv.auth.authenticated());
+    let parsed = binary::parse_input(input, &cx.srv.limits, sasl);
+    match triage(cx, parsed, out) {
+        BinStep::Run(request, consumed) => {
+            if !conv.begin_reply(out) {
+                return Step::Overflow;
+            }
+            let quit = request.opcode.command() == Command::Quit;
+            match execute(cx, request, out) {
+                // Same request again once released.
+                After::Parked(_) => Step::Parked,
+                After::Close if quit => Step::Ran { consumed, close: Some(CloseReason::Normal) },
+                After::Close => Step::Ran { consumed, close: Some(CloseReason::Error) },
+                _ => Step::Ran { consumed, close: None },
+            }
+        }
+        BinStep::Sasl(request, consumed) => {
+            if !conv.begin_reply(out) {
+                return Step::Overflow;
+            }
+            sasl_reply(cx, &mut conv.auth, &request, out);
+            Step::Ran { consumed, close: None }
+        }
+        BinStep::Wait(needed) => Step::Wait(needed),
+        BinStep::Skip { consumed, swallow, close } => Step::Skipped { consumed, swallow, reply_from: mark, close },
+        BinStep::Close => Step::Close,
+    }
+}
+
+/// A data block the connection budget cannot hold: memcached's reply to a
+/// value it cannot allocate, echoing the request's opcode and opaque (when
+/// its header is all in).
+pub fn refuse_block(front: &[u8], out: &mut Vec<u8>) {
+    if let Some((opcode, opaque)) = binary::opcode_and_opaque(front) {
+        binary::error_message(out, opcode, Status::OutOfMemory, opaque, binary::OOM_ITEM);
+    }
+}
 
 /// What to do with the bytes at the front of a binary connection's buffer.
-pub enum BinStep<'a> {
+enum BinStep<'a> {
     Run(BinRequest<'a>, usize),
     /// A SASL command (`-S`), for [`sasl`].
     Sasl(SaslRequest<'a>, usize),
@@ -26,7 +75,7 @@ pub enum BinStep<'a> {
 }
 
 /// Answer parse errors the way memcached does; pass requests through.
-pub fn triage<'a>(cx: &mut Ctx<'_>, parsed: BinParsed<'a>, out: &mut Output) -> BinStep<'a> {
+fn triage<'a>(cx: &mut Ctx<'_>, parsed: BinParsed<'a>, out: &mut Output) -> BinStep<'a> {
     match parsed {
         BinParsed::Request { request, consumed } => BinStep::Run(request, consumed),
         BinParsed::Sasl { request, consumed } => BinStep::Sasl(request, consumed),
@@ -37,7 +86,7 @@ pub fn triage<'a>(cx: &mut Ctx<'_>, parsed: BinParsed<'a>, out: &mut Output) -> 
             // it like the text one).
             match (unlink_key, response_status) {
                 (Some(key), _) => exec::store::refuse_too_large(cx, key, StoreCmd::Set),
-                (None, Status::TooLarge) => crate::state::stats::bump(&cx.ws.store_too_large, 1),
+                (None, Status::TooLarge) => crate::counters::bump(&cx.ws.store_too_large, 1),
                 (None, _) => {}
             }
             binary::status_only(out, opcode, response_status, opaque);
@@ -47,7 +96,7 @@ pub fn triage<'a>(cx: &mut Ctx<'_>, parsed: BinParsed<'a>, out: &mut Output) -> 
     }
 }
 
-pub fn execute(cx: &mut Ctx<'_>, req: BinRequest<'_>, out: &mut Output) -> After {
+fn execute(cx: &mut Ctx<'_>, req: BinRequest<'_>, out: &mut Output) -> After {
     let op = req.opcode;
     let quiet = op.quiet();
     let cas_arg = (req.cas != 0).then_some(req.cas);
@@ -116,18 +165,18 @@ pub fn execute(cx: &mut Ctx<'_>, req: BinRequest<'_>, out: &mut Output) -> After
             }
         }
         Command::Noop => binary::success(out, op, req.opaque, 0),
-        Command::Version => binary::version(out, req.opaque, crate::state::stats::VERSION.as_bytes()),
+        Command::Version => binary::version(out, req.opaque, crate::counters::VERSION.as_bytes()),
         Command::Stat => stat(cx, &req, out),
     }
     After::Continue
 }
 
-/// `SASL_LIST_MECHS` / `SASL_AUTH` / `SASL_STEP`: run by `exec::sasl` for
+/// `SASL_LIST_MECHS` / `SASL_AUTH` / `SASL_STEP`: run by `auth::sasl` for
 /// the connection's `auth`, encoded as memcached does (cas 0, the request's
 /// opcode and opaque).
-pub fn sasl(cx: &mut Ctx<'_>, auth: &mut exec::sasl::ConnAuth, req: &SaslRequest<'_>, out: &mut Output) {
-    use exec::sasl::SaslReply;
-    let (status, body): (Status, &[u8]) = match exec::sasl::sasl(cx, auth, req) {
+fn sasl_reply(cx: &mut Ctx<'_>, auth: &mut crate::auth::sasl::ConnAuth, req: &SaslRequest<'_>, out: &mut Output) {
+    use crate::auth::sasl::SaslReply;
+    let (status, body): (Status, &[u8]) = match crate::auth::sasl::sasl(cx.srv.sasl, cx.srv.settings.verbose > 0, cx.ws, auth, req) {
         SaslReply::Mechanisms(list) => (Status::Success, list),
         SaslReply::Authenticated => (Status::Success, b"Authenticated"),
         SaslReply::Continue(challenge) => (Status::AuthContinue, challenge),

@@ -1,9 +1,9 @@
 //! The meta protocol's front end (`mg ms md ma mn me`): flags to executor
 //! arguments, outcomes to meta replies (`larder_proto::meta` encodes them).
 
-use crate::exec::output::{Output, REPLY_HEAD};
+use crate::connmem::output::{Output, REPLY_HEAD};
 use crate::exec::{self, Ctx};
-use crate::state::stats::bump;
+use crate::counters::bump;
 use larder_proto::meta::{self, MaItem, MaOutcome, MeItem, MetaCommand, MetaRequest, MetaStatus, MgItem};
 use larder_proto::{reply, StoreCommand};
 use larder_store::{DeleteOutcome, MetaGet, Mode, StoreResult, Time, WriteOptions};

@@ -1,17 +1,79 @@
-//! The text protocol's front end: parse outcomes to executor calls, and
-//! outcomes to memcached's reply lines.
+//! The text driver: memcached's ASCII protocol, with the meta commands on
+//! the same connections ([`crate::wire::meta`]): parse outcomes to executor
+//! calls, and outcomes to memcached's reply lines.
+//!
+//! Two commands take the connection over and are started here, not by an
+//! executor: `lru_crawler metadump` (streamed by [`crate::wire::metadump`])
+//! and `watch`, which ends the session: once the logger accepts the
+//! watcher, the worker hands the socket to the logger thread (see
+//! `trace/watch.rs`) and anything pipelined behind the command is dropped,
+//! as memcached ignores it.
 
-use crate::exec::output::{Output, REPLY_HEAD};
+use crate::connmem::output::{Output, REPLY_HEAD};
 use crate::exec::{self, After, Ctx};
 use larder_proto::{reply, text, AdminCommand, Parsed, Request, StoreCommand};
 use larder_store::{DeleteOutcome, Mode, StoreResult, WriteOptions};
+use crate::trace::watch::{CloseReason, Reserved};
+use crate::wire::{metadump, Conversation, Step};
+use larder_proto::block::Input;
+
+/// The text driver: parse the request at the front of `input`, run it and
+/// encode its reply. `pipelined`: earlier replies are still unsent.
+pub fn step(conv: &mut Conversation, cx: &mut Ctx<'_>, input: Input<'_>, out: &mut Output, pipelined: bool) -> Step {
+    let mark = out.len();
+    match triage(cx, text::parse_input(input, &cx.srv.limits), out) {
+        Triaged::Run(Request::Admin { command: AdminCommand::LruCrawler, args }, consumed)
+            if !conv.datagram && args.starts_with(b"metadump") =>
+        {
+            let words: Vec<&[u8]> = args.split(|&b| b == b' ').filter(|w| !w.is_empty()).skip(1).collect();
+            conv.dump = metadump::start(cx.srv, &words, pipelined, &mut out.buf);
+            Step::Ran { consumed, close: None }
+        }
+        Triaged::Run(Request::Admin { command: AdminCommand::Watch, args }, consumed) if !conv.datagram => {
+            match watch_start(cx.srv, args, pipelined, &mut out.buf) {
+                Some(reserved) => Step::Watch { consumed, reserved },
+                None => Step::Ran { consumed, close: None },
+            }
+        }
+        Triaged::Run(request, consumed) => {
+            if conv.resume == 0 && !conv.begin_reply(out) {
+                return Step::Overflow;
+            }
+            let quit = matches!(request, Request::Quit);
+            match execute(cx, request, out, conv.resume) {
+                After::Paused(done) => {
+                    // Same request again once the output drains.
+                    conv.resume = done;
+                    return Step::Paused;
+                }
+                After::Parked(at) => {
+                    // Same request again, from that key, once released.
+                    conv.resume = at;
+                    return Step::Parked;
+                }
+                after => {
+                    conv.resume = 0;
+                    let close = match after {
+                        After::Close if quit => Some(CloseReason::Normal),
+                        After::Close => Some(CloseReason::Error),
+                        _ => None,
+                    };
+                    Step::Ran { consumed, close }
+                }
+            }
+        }
+        Triaged::Wait(needed) => Step::Wait(needed),
+        Triaged::Skip { consumed, swallow } => Step::Skipped { consumed, swallow, reply_from: mark, close: false },
+        Triaged::Close => Step::Close,
+    }
+}
 
 /// memcached's reply when a get's response cannot be buffered.
 pub const OOM_WRITING_GET: &str = "SERVER_ERROR out of memory writing get response";
 
 /// Execute `req`, appending its reply (if any) to `out`. `resume`: keys of
 /// a multi-key get already answered before it paused ([`After::Paused`]).
-pub fn execute(cx: &mut Ctx<'_>, req: Request<'_>, out: &mut Output, resume: usize) -> After {
+fn execute(cx: &mut Ctx<'_>, req: Request<'_>, out: &mut Output, resume: usize) -> After {
     match req {
         Request::Get { keys, cas } => return get_many(cx, keys, cas, None, out, resume),
         Request::Gat { exptime, keys, cas } => {
@@ -81,7 +143,7 @@ pub fn execute(cx: &mut Ctx<'_>, req: Request<'_>, out: &mut Output, resume: usi
         },
         Request::Version => {
             out.extend_from_slice(b"VERSION ");
-            out.extend_from_slice(crate::state::stats::VERSION.as_bytes());
+            out.extend_from_slice(crate::counters::VERSION.as_bytes());
             out.extend_from_slice(b"\r\n");
         }
         Request::Verbosity { level, noreply } => {
@@ -215,7 +277,7 @@ fn arith_reply(outcome: exec::arith::Counted, out: &mut Output) {
 // Made per request and moved, never stored: boxing the request would be an
 // allocation per request on the hot path.
 #[allow(clippy::large_enum_variant)]
-pub enum Step<'a> {
+enum Triaged<'a> {
     /// Execute this request, then drop `consumed` bytes.
     Run(Request<'a>, usize),
     /// A rejected request already answered: drop `consumed`, then discard
@@ -226,12 +288,12 @@ pub enum Step<'a> {
     Close,
 }
 
-/// Turn a parse outcome into a [`Step`], answering rejected requests the way
+/// Turn a parse outcome into a [`Triaged`], answering rejected requests the way
 /// memcached does (including what it does for a too-large `set`).
-pub fn triage<'a>(cx: &mut Ctx<'_>, parsed: Parsed<'a>, out: &mut Output) -> Step<'a> {
+fn triage<'a>(cx: &mut Ctx<'_>, parsed: Parsed<'a>, out: &mut Output) -> Triaged<'a> {
     match parsed {
-        Parsed::Request { request, consumed } => Step::Run(request, consumed),
-        Parsed::Incomplete { needed } => Step::Wait(needed),
+        Parsed::Request { request, consumed } => Triaged::Run(request, consumed),
+        Parsed::Incomplete { needed } => Triaged::Wait(needed),
         Parsed::Error { error, consumed, swallow } => {
             // memcached without -A refuses every shutdown line the same way.
             let error = if error == text::INVALID_SHUTDOWN && !cx.srv.settings.enable_shutdown {
@@ -240,16 +302,55 @@ pub fn triage<'a>(cx: &mut Ctx<'_>, parsed: Parsed<'a>, out: &mut Output) -> Ste
                 error
             };
             reply::line(out, error);
-            Step::Skip { consumed, swallow }
+            Triaged::Skip { consumed, swallow }
         }
-        Parsed::Silent { consumed, swallow } => Step::Skip { consumed, swallow },
+        Parsed::Silent { consumed, swallow } => Triaged::Skip { consumed, swallow },
         Parsed::TooLarge { command, key, noreply, consumed, swallow } => {
             exec::store::refuse_too_large(cx, key, crate::trace::watch::text_cmd(command));
             if !noreply {
                 reply::line(out, text::TOO_LARGE);
             }
-            Step::Skip { consumed, swallow }
+            Triaged::Skip { consumed, swallow }
         }
-        Parsed::Close => Step::Close,
+        Parsed::Close => Triaged::Close,
+    }
+}
+
+/// Answer `watch <args>` as memcached does; `Some` when the connection
+/// becomes a watcher (its `OK` comes from the logger thread, first on the
+/// stream it takes over).
+fn watch_start(srv: &crate::state::server::Server, args: &[u8], pipelined: bool, out: &mut Vec<u8>) -> Option<Reserved> {
+    let words: Vec<&[u8]> = args.split(|&b| b == b' ').filter(|w| !w.is_empty()).collect();
+    // memcached sets noreply from the last token before looking at the
+    // rest, so `... noreply` silences the error it then gives (`noreply` is
+    // no watch argument).
+    let noreply = words.last() == Some(&&b"noreply"[..]);
+    let mut reply = |line: &str| {
+        if !noreply {
+            larder_proto::reply::line(out, line);
+        }
+    };
+    if !srv.log.enabled() {
+        reply("CLIENT_ERROR watch commands not allowed");
+        return None;
+    }
+    if pipelined {
+        reply("ERROR cannot pipeline other commands before watch");
+        return None;
+    }
+    let Some(flags) = larder_observe::watch::WatchFlags::parse(&words) else {
+        reply("ERROR");
+        return None;
+    };
+    match srv.log.reserve(&flags) {
+        Ok(r) => Some(r),
+        Err(crate::trace::watch::Refused::TooMany) => {
+            reply("WATCHER_TOO_MANY log watcher limit reached");
+            None
+        }
+        Err(crate::trace::watch::Refused::Failed) => {
+            reply("WATCHER_FAILED failed to add log watcher");
+            None
+        }
     }
 }

@@ -6,7 +6,7 @@
 //! model prints one line: how many interleavings it explored and how long
 //! that took, or after how many interleavings loom caught the flaw.
 
-use larder_server::state::sync::flaw::{self, Flaw};
+use larder_server::sync::flaw::{self, Flaw};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;

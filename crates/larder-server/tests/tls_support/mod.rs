@@ -7,7 +7,7 @@
 #![allow(dead_code)]
 
 use larder_server::net::tls::{TlsCounters, TlsStream};
-use larder_server::state::tls::{build_config, TlsSettings};
+use larder_server::config::tls::{build_config, TlsSettings};
 use rustls::client::ClientConnection;
 use rustls::server::UnbufferedServerConnection;
 use rustls::SupportedCipherSuite;

@@ -1,6 +1,6 @@
 //! Coalesced cold misses: stampede protection for an *absent* key.
 //!
-//! Grace mode (`state::grace`) protects plain get/set clients when a hot
+//! Grace mode (`stampede::grace`) protects plain get/set clients when a hot
 //! key expires: someone still has the old value to serve. When the key is
 //! absent (after a restart, a flush, an eviction, a first deploy) there is
 //! nothing to serve, and every client that misses recomputes it. With
@@ -30,14 +30,14 @@
 //! behind the round (the write could not release it).
 //!
 //! The slots, the flush generation, the parked count and the workers'
-//! dirty flags come from `state::sync`: the loom model
+//! dirty flags come from `sync`: the loom model
 //! `tests/loom_coalesce.rs` runs a parked getter's worker against a write,
 //! a delete, a flush and the end of the window, and checks that it is
 //! always woken. (Under loom the table has one slot, so every key shares
 //! it, and the workers' wake-ups are `sync::ModelWaker`s.)
 
-use crate::state::keyhash::KeyHash;
-use crate::state::sync::{seqcst_point, AtomicBool, AtomicU32, AtomicU64};
+use crate::stampede::keyhash::KeyHash;
+use crate::sync::{seqcst_point, AtomicBool, AtomicU32, AtomicU64};
 use std::sync::atomic::Ordering::*;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -142,7 +142,7 @@ pub struct Coalescer {
     wakers: OnceLock<Vec<Arc<mio::Waker>>>,
     /// The same, for the workers of a loom model.
     #[cfg(larder_loom)]
-    model_wakers: OnceLock<Vec<Arc<crate::state::sync::ModelWaker>>>,
+    model_wakers: OnceLock<Vec<Arc<crate::sync::ModelWaker>>>,
     pub stats: CoalesceStats,
 }
 
@@ -176,7 +176,7 @@ impl Coalescer {
 
     /// The wakers of a loom model's workers, in worker order.
     #[cfg(larder_loom)]
-    pub fn set_model_wakers(&self, wakers: Vec<Arc<crate::state::sync::ModelWaker>>) {
+    pub fn set_model_wakers(&self, wakers: Vec<Arc<crate::sync::ModelWaker>>) {
         let _ = self.model_wakers.set(wakers);
     }
 
@@ -252,7 +252,7 @@ impl Coalescer {
     #[inline]
     fn count_parked(&self, slot: &Slot) -> bool {
         #[cfg(larder_loom)]
-        if crate::state::sync::flaw::on(crate::state::sync::flaw::Flaw::FlushCountRelaxed) {
+        if crate::sync::flaw::on(crate::sync::flaw::Flaw::FlushCountRelaxed) {
             return self.count_parked_relaxed(slot);
         }
         if slot.parked.fetch_add(1, SeqCst) >= self.config.max_per_key {
@@ -298,7 +298,7 @@ impl Coalescer {
             return Some(false);
         }
         #[cfg(larder_loom)]
-        if crate::state::sync::flaw::on(crate::state::sync::flaw::Flaw::DeadlineIgnored) {
+        if crate::sync::flaw::on(crate::sync::flaw::Flaw::DeadlineIgnored) {
             return None;
         }
         (now >= t.deadline).then_some(true)
@@ -348,7 +348,7 @@ impl Coalescer {
     /// `on_write` with a deliberate flaw, if one is on (loom models only).
     #[cfg(larder_loom)]
     fn on_write_flawed(&self, slot: &Slot, tag: u32) -> bool {
-        use crate::state::sync::flaw::{on, Flaw};
+        use crate::sync::flaw::{on, Flaw};
         if on(Flaw::CountBeforeBump) {
             end_round(slot, tag);
             let parked = slot.parked.load(SeqCst);
@@ -373,7 +373,7 @@ impl Coalescer {
     /// `flush_all`: release every parked request (each misses).
     pub fn on_flush(&self) {
         #[cfg(larder_loom)]
-        if crate::state::sync::flaw::on(crate::state::sync::flaw::Flaw::RoundEndsAfterBump) {
+        if crate::sync::flaw::on(crate::sync::flaw::Flaw::RoundEndsAfterBump) {
             return self.on_flush_round_ends_late();
         }
         // Rounds end before the flush generation moves (see `on_write`).
@@ -452,7 +452,7 @@ pub fn parse_window(v: &str) -> Option<Duration> {
     if let Some(ms) = v.strip_suffix("ms") {
         return ms.parse::<u64>().ok().map(Duration::from_millis);
     }
-    crate::state::grace::parse_duration(v).map(|s| Duration::from_secs(s as u64))
+    crate::stampede::grace::parse_duration(v).map(|s| Duration::from_secs(s as u64))
 }
 
 #[cfg(test)]

@@ -5,6 +5,10 @@
 //! flag larder does not support is a start-up error that names it; a flag
 //! that only tunes memcached's slab allocator (which larder does not have) is
 //! accepted with a warning saying it has no effect.
+//!
+//! `-Z`'s TLS settings and rustls configuration are in [`tls`].
+
+pub mod tls;
 
 use std::fmt;
 
@@ -22,10 +26,10 @@ pub struct Settings {
     pub daemonize: bool,
     pub user: Option<String>,
     /// `-Y`: the authfile; connections must authenticate before any
-    /// command (`state::authfile`, `wire::auth`).
+    /// command (`auth::authfile`, `wire::gate`).
     pub auth_file: Option<String>,
     /// `-S`: binary-protocol clients must authenticate with SASL
-    /// (`state::sasl`, `exec::sasl`).
+    /// (`auth::cyrus`, `auth::sasl`).
     pub sasl: bool,
     pub memory_limit: usize,
     pub evictions: bool,
@@ -68,15 +72,15 @@ pub struct Settings {
     pub lru_crawler: bool,
     pub lru_maintainer: bool,
     /// Grace mode (`-o grace=`, `grace_prefix=`, `grace_lease=`).
-    pub grace: crate::state::grace::GraceConfig,
+    pub grace: crate::stampede::grace::GraceConfig,
     /// Coalesced cold misses (`-o coalesce=`, `coalesce_max_key=`,
     /// `coalesce_max=`), for the keys grace covers.
-    pub coalesce: crate::state::coalesce::CoalesceConfig,
+    pub coalesce: crate::stampede::coalesce::CoalesceConfig,
     /// Observability (`-o prefix_stats_max=`, `bigkeys=`, `hotkeys_window=`,
     /// `hotkeys_sample=`, `observe=off`).
     pub observe: ObserveSettings,
-    /// `-Z` and `-o ssl_*` (`state::tls`).
-    pub tls: crate::state::tls::TlsSettings,
+    /// `-Z` and `-o ssl_*` (`config::tls`).
+    pub tls: crate::config::tls::TlsSettings,
     /// Warnings to print at start-up (flags accepted but without effect).
     pub warnings: Vec<String>,
 }
@@ -236,7 +240,7 @@ impl Default for Settings {
             coredumps: false,
             lru_crawler: true,
             lru_maintainer: true,
-            grace: crate::state::grace::GraceConfig { lease: 5, ..Default::default() },
+            grace: crate::stampede::grace::GraceConfig { lease: 5, ..Default::default() },
             coalesce: Default::default(),
             observe: ObserveSettings::default(),
             tls: Default::default(),
@@ -577,7 +581,7 @@ fn parse_extended<'a>(list: &'a str, s: &mut Settings) -> Result<(), UsageError>
             "relaxed_privileges" => s.relaxed_privileges = true,
             "grace" | "grace_lease" => {
                 let v = need(value)?;
-                let secs = crate::state::grace::parse_duration(v)
+                let secs = crate::stampede::grace::parse_duration(v)
                     .ok_or_else(|| UsageError(format!("larder: bad duration for -o {name}: '{v}'")))?;
                 if name == "grace" {
                     s.grace.default = secs;
@@ -590,7 +594,7 @@ fn parse_extended<'a>(list: &'a str, s: &mut Settings) -> Result<(), UsageError>
             "grace_prefix" => {
                 // prefix:duration; the prefix may itself contain ':'.
                 let v = need(value)?;
-                let parsed = v.rsplit_once(':').and_then(|(p, d)| Some((p, crate::state::grace::parse_duration(d)?)));
+                let parsed = v.rsplit_once(':').and_then(|(p, d)| Some((p, crate::stampede::grace::parse_duration(d)?)));
                 match parsed {
                     Some((p, secs)) if !p.is_empty() => s.grace.prefixes.push((p.as_bytes().to_vec(), secs)),
                     _ => return err(format!("larder: -o grace_prefix wants prefix:duration, got '{v}'")),
@@ -598,7 +602,7 @@ fn parse_extended<'a>(list: &'a str, s: &mut Settings) -> Result<(), UsageError>
             }
             "coalesce" => {
                 let v = need(value)?;
-                s.coalesce.window = crate::state::coalesce::parse_window(v)
+                s.coalesce.window = crate::stampede::coalesce::parse_window(v)
                     .ok_or_else(|| UsageError(format!("larder: bad duration for -o coalesce: '{v}' (e.g. 500ms, 2s)")))?;
             }
             "coalesce_max_key" | "coalesce_max" => {
@@ -857,7 +861,7 @@ pub fn help_text() -> String {
                           0 and 1 accept TLS 1.2 and up (no TLS 1.0/1.1 here)
 ",
         version = env!("CARGO_PKG_VERSION"),
-        compat = crate::state::stats::VERSION,
+        compat = crate::counters::VERSION,
     )
 }
 

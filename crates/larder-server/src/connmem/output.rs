@@ -37,8 +37,8 @@
 //! [`Output::hold`]: the executors and wire encoders ask it and never know
 //! which transport they produce for.
 
-use crate::state::budget::ConnBudget;
-use crate::state::shelf::BufKind;
+use crate::connmem::budget::ConnBudget;
+use crate::connmem::shelf::BufKind;
 use larder_store::{Item, Pinned, Store, ValueRef};
 use std::collections::VecDeque;
 use std::io::IoSlice;
@@ -256,6 +256,13 @@ impl Output {
     #[inline]
     pub fn should_pause(&self) -> bool {
         self.buf.len() + self.held_unsent >= self.pause_at
+    }
+
+    /// Whether the unsent output is past the pause point (a stream that
+    /// waits for the socket before it produces more: metadump).
+    #[inline]
+    pub fn past_pause(&self) -> bool {
+        self.buf.len() + self.held_unsent > self.pause_at
     }
 
     /// Queues a held value at the current end of the output: it is

@@ -13,17 +13,17 @@
 //! refused with memcached's out-of-memory replies and counted
 //! (`read_buf_oom`, `response_obj_oom`). So the process holds at most
 //! `-m` + connections × 2 × `BUF_SIZE` + this budget, whatever clients send
-//! or fail to read. Grown buffers kept for reuse (`state::shelf`) are
+//! or fail to read. Grown buffers kept for reuse (`connmem::shelf`) are
 //! charged here too, and given up before anything is refused.
 //!
-//! Its counters and the shelf's lock come from `state::sync`: the loom
+//! Its counters and the shelf's lock come from `sync`: the loom
 //! model `tests/loom_budget.rs` checks, over every interleaving of sessions
 //! charging, releasing and shelving with the store's spill, that `used`
 //! never passes the limit or goes below zero and that all that is charged
 //! is given back.
 
-use crate::state::shelf::{size_of_kind, BufKind, Shelf};
-use crate::state::sync::{AtomicU64, AtomicUsize, Mutex};
+use crate::connmem::shelf::{size_of_kind, BufKind, Shelf};
+use crate::sync::{AtomicU64, AtomicUsize, Mutex};
 use std::sync::atomic::Ordering::Relaxed;
 
 pub struct ConnBudget {
@@ -90,7 +90,7 @@ impl ConnBudget {
     #[inline]
     fn take_within(&self, n: usize) -> bool {
         #[cfg(larder_loom)]
-        if crate::state::sync::flaw::on(crate::state::sync::flaw::Flaw::CheckThenTake) {
+        if crate::sync::flaw::on(crate::sync::flaw::Flaw::CheckThenTake) {
             if self.used.load(Relaxed) + n > self.limit {
                 return false;
             }
@@ -204,7 +204,7 @@ impl ConnBudget {
 #[inline]
 fn move_by(gauge: &AtomicUsize, old: usize, new: usize) {
     #[cfg(larder_loom)]
-    if crate::state::sync::flaw::on(crate::state::sync::flaw::Flaw::GaugeLoadStore) {
+    if crate::sync::flaw::on(crate::sync::flaw::Flaw::GaugeLoadStore) {
         let v = gauge.load(Relaxed);
         gauge.store((v + new).wrapping_sub(old), Relaxed);
         return;
@@ -217,7 +217,7 @@ fn move_by(gauge: &AtomicUsize, old: usize, new: usize) {
 }
 
 /// A large value the store let go of while connections still send it
-/// (pinned, not copied: `exec::output`) is charged here when there is
+/// (pinned, not copied: `connmem::output`) is charged here when there is
 /// room, as a copy of it in a connection's output would have been, so the
 /// store's `-m` is free for new values at once.
 impl larder_store::PinSpill for ConnBudget {

@@ -27,6 +27,37 @@
 //! unauthenticated, so of several requests pipelined in one read only the
 //! last reply is sent. larder answers every request.
 
+use crate::connmem::output::Output;
+use crate::auth::sasl::ConnAuth;
+use crate::exec::Ctx;
+use crate::counters::bump;
+use crate::wire::Step;
+
+/// The gate's driver: answer the request at the front of `buf` and, when
+/// the credentials match, open the gate for this connection's `auth`.
+pub fn step(cx: &mut Ctx<'_>, buf: &[u8], auth: &mut ConnAuth, out: &mut Output) -> Step {
+    let check = |user: &[u8], pass: &[u8]| cx.srv.auth.as_ref().is_some_and(|c| c.check(user, pass));
+    match handshake(buf, check) {
+        AuthStep::Wait => Step::Wait(None),
+        AuthStep::Close => Step::Close,
+        AuthStep::Answered { consumed, outcome } => {
+            if !out.start_response() {
+                return Step::Overflow;
+            }
+            // memcached counts attempts, not refused requests.
+            if matches!(outcome, Outcome::Authenticated | Outcome::Failed) {
+                bump(&cx.ws.auth_cmds, 1);
+            }
+            if outcome == Outcome::Failed {
+                bump(&cx.ws.auth_errors, 1);
+            }
+            auth.set_authenticated(outcome == Outcome::Authenticated);
+            larder_proto::reply::line(&mut out.buf, outcome.reply());
+            Step::Ran { consumed, close: None }
+        }
+    }
+}
+
 /// memcached's limit on a line without a newline before it gives up.
 const LINE_MAX: usize = 2048;
 /// memcached's read buffer (`READ_BUFFER_SIZE`), which the data block and

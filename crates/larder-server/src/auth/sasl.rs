@@ -19,9 +19,8 @@
 //! binary parser (`larder_proto::binary::parse_sasl`), which the session
 //! hands [`ConnAuth::authenticated`]: one `bool` read per request.
 
-use super::Ctx;
-use crate::state::sasl::{Conn, Exchange};
-use crate::state::stats::bump;
+use crate::auth::cyrus::{Conn, Cyrus, Exchange};
+use crate::counters::{bump, WorkerStats};
 use larder_proto::binary::{SaslCommand, SaslRequest};
 
 /// Whether a connection has authenticated (`-S` or `-Y`), and its SASL
@@ -45,7 +44,7 @@ impl ConnAuth {
         self.authenticated
     }
 
-    /// `-Y`'s handshake decided (see `wire::auth`).
+    /// `-Y`'s handshake decided (see `wire::gate`).
     pub fn set_authenticated(&mut self, yes: bool) {
         self.authenticated = yes;
     }
@@ -64,15 +63,16 @@ pub enum SaslReply<'a> {
     Failed,
 }
 
-/// Run one SASL command for the connection whose state is `auth`.
-pub fn sasl<'a>(cx: &mut Ctx<'_>, auth: &'a mut ConnAuth, req: &SaslRequest<'_>) -> SaslReply<'a> {
-    let verbose = cx.srv.settings.verbose > 0;
+/// Run one SASL command for the connection whose state is `auth`, with the
+/// server's Cyrus library (`lib`: loaded under `-S`), counting in `ws`;
+/// `verbose`: `-v` given (memcached's messages on stderr).
+pub fn sasl<'a>(lib: Option<&'static Cyrus>, verbose: bool, ws: &WorkerStats, auth: &'a mut ConnAuth, req: &SaslRequest<'_>) -> SaslReply<'a> {
     let ConnAuth { authenticated, sasl, started } = auth;
     // memcached's init_sasl_conn: unauthenticated again, and a Cyrus
     // context if the connection has none. (The parser yields SASL requests
     // only under -S, which loads the library.)
     *authenticated = false;
-    let Some(lib) = cx.srv.sasl else { return SaslReply::Failed };
+    let Some(lib) = lib else { return SaslReply::Failed };
     let conn = sasl.get_or_insert_with(|| Conn::new(lib));
     if req.command == SaslCommand::ListMechs {
         return match conn.listmech() {
@@ -99,7 +99,6 @@ pub fn sasl<'a>(cx: &mut Ctx<'_>, auth: &'a mut ConnAuth, req: &SaslRequest<'_>)
         _ if !*started => Exchange::Failed(-1),
         _ => conn.step(req.data),
     };
-    let ws = cx.ws;
     match result {
         Exchange::Done => {
             bump(&ws.auth_cmds, 1);

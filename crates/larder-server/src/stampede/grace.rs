@@ -13,7 +13,7 @@
 //! no lock. Two keys sharing a slot can only cause an extra winner (one more
 //! recompute), never a wrong value: values always come from the store.
 
-use crate::state::keyhash::KeyHash;
+use crate::stampede::keyhash::KeyHash;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 const SLOTS: usize = 4096;

@@ -1,0 +1,13 @@
+//! Connection memory, in one place: what connections may hold outside `-m`,
+//! and the buffers they hold it in.
+//!
+//! * [`budget`]: the server-wide connection-memory budget every
+//!   connection's buffers are charged to, and its `stats`.
+//! * [`shelf`]: grown read and write buffers kept for reuse, so a large
+//!   request does not allocate twice.
+//! * [`output`]: a connection's (or a UDP reply's) output: reply bytes,
+//!   values held in the store instead of copied, back-pressure marks.
+
+pub mod budget;
+pub mod output;
+pub mod shelf;
