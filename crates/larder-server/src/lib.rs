@@ -5,40 +5,48 @@
 //!
 //! A listener (`conn::listen`) accepts a connection and hands it to a worker
 //! thread (`conn::worker`, one epoll each). The worker's session
-//! (`conn::session`) reads bytes, and the protocol's front end (`wire::text`,
-//! `wire::meta`, `wire::binary`) parses each request and calls the one
-//! executor for that command (`exec::*`), whatever protocol it came in. The
-//! executor runs it against the store (`larder_store`), records it once
-//! (counters in `counters`, `watch` lines in `trace::watch`, per-prefix
-//! and hot-key accounting in `trace::observe`) and returns its outcome,
-//! which the front end encodes into the session's output. Everything a
-//! request runs with is in its context (`exec::Ctx`): the server, the
-//! worker's counters and its `trace::WorkerTrace` (accounting and `watch`
-//! buffer, owned by the worker and lent to the request), the client's fd,
-//! the time. Store calls go through `Ctx::store`, which hands the store
-//! that worker's sink for what leaves it during the call (evictions,
-//! expiries): no per-thread state is hidden anywhere.
+//! (`conn::session`) reads bytes and hands the front of its buffer to the
+//! connection's `wire::Conversation`, whose driver (`wire::gate` for `-Y`,
+//! `wire::text` with `wire::meta`, `wire::binary`) parses one request and
+//! calls the one executor for that command (`exec::*`), whatever protocol it
+//! came in. The executor runs it against the store (`larder_store`),
+//! records it once (counters in `counters`, `watch` lines in `trace::watch`,
+//! per-prefix and hot-key accounting in `trace::observe`) and returns its
+//! outcome, which the driver encodes into the session's output
+//! (`connmem::output`), then tells the session what to do next
+//! (`wire::Step`). Everything a request runs with is in its context
+//! (`exec::Ctx`): the server, the worker's counters and its
+//! `trace::WorkerTrace` (accounting and `watch` buffer, owned by the worker
+//! and lent to the request), the client's fd, the time. Store calls go
+//! through `Ctx::store`, which hands the store that worker's sink for what
+//! leaves it during the call (evictions, expiries): no per-thread state is
+//! hidden anywhere.
 //!
 //! # Where a change goes
 //!
-//! * What a command does (semantics, counters, grace, CAS): `exec/`.
-//! * How a protocol spells a request or reply: `larder_proto` (parsing and
-//!   encoding), `wire/` (mapping to executors).
-//! * Buffers, framing, sockets, threads: `conn/` and `net/`.
-//! * Flags: `state/config.rs`; shared server state: `state/`.
-//! * Reporting (`stats`, `watch`, accounting): `exec/report.rs`, `trace/`.
-//! * The admin HTTP listener (`/metrics`): `admin/`.
-//! * `-Y` authentication: the file in `state/authfile.rs`, the handshake
-//!   in `wire/auth.rs`, and the one gate that runs it, before any protocol,
-//!   in `conn/session.rs`.
-//! * `-S` (SASL): the Cyrus library in `state/sasl.rs`, the commands and
-//!   the per-connection state (`ConnAuth`, shared with `-Y`) in
-//!   `exec/sasl.rs`, the unauthenticated gate in the binary parser
-//!   (`larder_proto::binary::parse_sasl`).
+//! Each folder is one layer or one feature's home:
 //!
-//! Modules import only downwards: admin → conn → wire → exec → state →
-//! trace → net (`tests/layers.rs` checks it).
+//! * `admin/`: the HTTP listener (`/metrics`, dashboard, JSON API).
+//! * `conn/`: sockets, workers, sessions' buffers and back-pressure, UDP,
+//!   panic containment.
+//! * `wire/`: protocol drivers (the `-Y` gate, text with meta, binary with
+//!   the SASL gate, metadump streaming): how a request is spelled.
+//! * `exec/`: what each command does, for every protocol; `stats` replies.
+//! * `state/`: the server aggregate every thread shares, and the clock.
+//! * `restart/`: the warm-restart snapshot file.
+//! * `auth/`: `-Y`'s credentials, `-S`'s Cyrus library and SASL commands,
+//!   a connection's authentication state.
+//! * `config/`: memcached's flags, TLS settings.
+//! * `stampede/`: grace mode and coalesced cold misses.
+//! * `connmem/`: connection memory: the budget, kept buffers, the output.
+//! * `counters`: the request counters behind `stats`.
+//! * `trace/`: `watch` and larder-observe's accounting.
+//! * `net/`: streams, TLS records, the connection registry.
 //!
+//! Modules import only downwards, in that order (`sync` and `alloc_count`
+//! are leaves anyone may use); `tests/layers.rs` checks it.
+//! docs/architecture.md has a section per layer.
+
 //! # Failure policy
 //!
 //! A panic is a bug, never an expected outcome: bad input gets memcached's

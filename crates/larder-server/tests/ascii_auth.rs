@@ -106,7 +106,7 @@ fn handshake_and_refusals() {
     d.expect(b"set k 0 0 10\r\nbaaaz quux\r\n", b"STORED\r\n");
     d.expect(b"get toast\r\n", b"VALUE toast 0 2\r\nhi\r\nEND\r\n");
     // A pipelined login and command: each answered (memcached would send
-    // only the last reply of such a batch; see wire/auth.rs).
+    // only the last reply of such a batch; see wire/gate.rs).
     let mut e = l.connect();
     e.expect(b"set k 0 0 7\r\nfoo bab\r\nget k\r\nset k 0 0 7\r\nfoo bar\r\nget toast\r\n", b"CLIENT_ERROR authentication failure\r\nCLIENT_ERROR unauthenticated\r\nSTORED\r\nVALUE toast 0 2\r\nhi\r\nEND\r\n");
     let settings = c.stats("settings");

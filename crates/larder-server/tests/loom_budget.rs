@@ -1,5 +1,5 @@
 //! Loom model: the connection budget's charge and release
-//! (`state/budget.rs`: the real `ConnBudget`, its shelf and its `PinSpill`
+//! (`connmem/budget.rs`: the real `ConnBudget`, its shelf and its `PinSpill`
 //! side).
 //!
 //! Property checked, over every interleaving of a session that asks for

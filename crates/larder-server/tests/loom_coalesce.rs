@@ -1,4 +1,4 @@
-//! Loom model: coalescing's park and wake (`state/coalesce.rs`: the real
+//! Loom model: coalescing's park and wake (`stampede/coalesce.rs`: the real
 //! `Coalescer`) against a set, a delete, a flush and the end of the window.
 //!
 //! The getter runs as `exec::read` and its worker as `conn::worker` do: it

@@ -3,7 +3,7 @@
 //! code), PLAIN and CRAM-MD5, the Cyrus callbacks (config path, logging),
 //! and hostile clients: oversized SASL data, floods of failed attempts,
 //! hundreds of connections each holding a Cyrus context, with the RSS
-//! watched. These run every `unsafe` block of `state/sasl.rs`: loading and
+//! watched. These run every `unsafe` block of `auth/cyrus.rs`: loading and
 //! initialising the library (and its config-path callback), a context per
 //! connection, list, start, step, the log callback (`-vv`) and dispose.
 //!

@@ -1,7 +1,7 @@
 //! Warm restart: the store written to a snapshot stream at a graceful stop
 //! and read back at the next start ([`Store::save_snapshot`],
 //! [`Store::load_snapshot`]). The server's `-e <file>` decides where the
-//! stream goes (larder-server `state/persist.rs`: temp file, fsync, atomic
+//! stream goes (larder-server `restart/mod.rs`: temp file, fsync, atomic
 //! rename, what to do with a refused file); this module only encodes and
 //! decodes, over any `io::Write`/`io::Read`, so the store still opens no
 //! file.

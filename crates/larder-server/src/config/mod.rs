@@ -38,7 +38,7 @@ pub struct Settings {
     pub pidfile: Option<String>,
     /// `-e`: warm restart. SIGUSR1 stops gracefully and saves the items to
     /// this file (meant for a RAM disk); the next start with the same `-e`
-    /// loads them (`state/persist.rs`).
+    /// loads them (`restart/mod.rs`).
     pub memory_file: Option<String>,
     pub threads: usize,
     pub reqs_per_event: usize,

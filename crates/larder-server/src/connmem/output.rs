@@ -258,6 +258,27 @@ impl Output {
         self.buf.len() + self.held_unsent >= self.pause_at
     }
 
+    /// Encode a hit's reply: `head` writes what precedes the value (and
+    /// says whether the value follows: a meta get without `v` sends none),
+    /// then the value, then `trailer`. The value goes out from the store
+    /// when it can be held (a pinned large object, or a reference for a
+    /// UDP reply), else it is copied; either way only if the buffer has room
+    /// (the connection budget), else nothing is written and the refusal is
+    /// recorded ([`take_refused`](Self::take_refused)). Every protocol's
+    /// hits go through here.
+    #[inline(always)]
+    pub fn send_value(&mut self, item: &Item<'_>, head: impl FnOnce(&mut Output) -> bool, trailer: &[u8]) {
+        if let Some(held) = self.hold(item) {
+            if self.reserve(REPLY_HEAD) && head(self) {
+                self.push_held(held);
+                self.extend_from_slice(trailer);
+            }
+        } else if self.reserve(item.value.len() + REPLY_HEAD) && head(self) {
+            self.extend_from_slice(item.value);
+            self.extend_from_slice(trailer);
+        }
+    }
+
     /// Whether the unsent output is past the pause point (a stream that
     /// waits for the socket before it produces more: metadump).
     #[inline]

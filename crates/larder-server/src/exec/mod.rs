@@ -112,14 +112,10 @@ impl<'a> Ctx<'a> {
         self
     }
 
-    /// The CAS a client may see: 0 under `-C`.
+    /// The CAS a client may see: 0 under `-C` ([`cas_shown`]).
     #[inline]
     pub fn visible_cas(&self, cas: u64) -> u64 {
-        if self.srv.settings.cas_enabled {
-            cas
-        } else {
-            0
-        }
+        cas_shown(self.srv, cas)
     }
 
     /// Whether every lookup must miss as flushed: under `-C`, memcached
@@ -153,4 +149,16 @@ pub enum After {
     /// [`Ctx::ticket`]); nothing of it was answered. Run the same request
     /// again from that key once released.
     Parked(usize),
+}
+
+/// The CAS a client may see of an item whose CAS is `cas`: 0 under `-C`
+/// (memcached keeps no CAS then). The one place this rule is written; every
+/// reply and listing that shows a CAS goes through it.
+#[inline]
+pub fn cas_shown(srv: &Server, cas: u64) -> u64 {
+    if srv.settings.cas_enabled {
+        cas
+    } else {
+        0
+    }
 }

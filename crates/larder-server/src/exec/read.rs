@@ -39,8 +39,7 @@ pub enum Read {
 pub fn read(cx: &mut Ctx<'_>, key: &[u8], touch: Option<Time>, encode: impl FnOnce(&Item<'_>, u64)) -> Read {
     let srv = cx.srv;
     let now = cx.now;
-    let cas_enabled = srv.settings.cas_enabled;
-    let visible = |cas: u64| if cas_enabled { cas } else { 0 };
+    let visible = |cas: u64| super::cas_shown(srv, cas);
     // (value length, item bytes) of a hit, for the observer and watch.
     let sizes = |item: &Item<'_>| (item.value.len(), item_bytes(key.len(), item.value.len(), item.flags));
     let grace = if touch.is_none() { srv.settings.grace.for_key(key) } else { 0 };
@@ -119,7 +118,6 @@ pub fn read(cx: &mut Ctx<'_>, key: &[u8], touch: Option<Time>, encode: impl FnOn
 fn graced(cx: &mut Ctx<'_>, key: &[u8], grace: Time, encode: impl FnOnce(&Item<'_>, u64)) -> (Lookup<(usize, u64)>, bool) {
     let srv = cx.srv;
     let now = cx.now;
-    let cas_enabled = srv.settings.cas_enabled;
     let mut verdict = None;
     let found = cx.store().get_graced(key, now, grace, |item, stale| {
         if stale {
@@ -130,7 +128,7 @@ fn graced(cx: &mut Ctx<'_>, key: &[u8], grace: Time, encode: impl FnOnce(&Item<'
                 return None;
             }
         }
-        encode(item, if cas_enabled { item.cas } else { 0 });
+        encode(item, super::cas_shown(srv, item.cas));
         Some((item.value.len(), item_bytes(key.len(), item.value.len(), item.flags)))
     });
     match verdict {
@@ -163,9 +161,11 @@ pub enum MetaRead {
 }
 
 /// `mg`: a read with the meta protocol's options (see [`MetaGet`]).
-/// `encode` writes the item (hit or vivified) under the shard lock.
-pub fn meta_get(cx: &mut Ctx<'_>, key: &[u8], opts: &MetaGet, encode: impl FnOnce(&MetaItem<'_>)) -> MetaRead {
+/// `encode` writes the item (hit or vivified) under the shard lock, with the
+/// CAS the client may see.
+pub fn meta_get(cx: &mut Ctx<'_>, key: &[u8], opts: &MetaGet, encode: impl FnOnce(&MetaItem<'_>, u64)) -> MetaRead {
     let now = cx.now;
+    let srv = cx.srv;
     let ws = cx.ws;
     bump(&ws.cmd_get, 1);
     if opts.touch.is_some() {
@@ -175,7 +175,7 @@ pub fn meta_get(cx: &mut Ctx<'_>, key: &[u8], opts: &MetaGet, encode: impl FnOnc
         Lookup::Flushed
     } else {
         cx.store().meta_get(key, now, opts, |m| {
-            encode(m);
+            encode(m, super::cas_shown(srv, m.item.cas));
             (m.created, m.item.value.len(), m.size)
         })
     };

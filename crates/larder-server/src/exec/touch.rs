@@ -17,12 +17,11 @@ pub fn touch(cx: &mut Ctx<'_>, key: &[u8], exptime: Time) -> Option<Touched> {
     let srv = cx.srv;
     let now = cx.now;
     bump(&cx.ws.cmd_touch, 1);
-    let cas_enabled = srv.settings.cas_enabled;
     let found = if cx.in_flush_second() {
         Lookup::Flushed
     } else {
         cx.store().get_and_touch(key, now, exptime, |item| {
-            let touched = Touched { flags: item.flags, cas: if cas_enabled { item.cas } else { 0 } };
+            let touched = Touched { flags: item.flags, cas: super::cas_shown(srv, item.cas) };
             (touched, item_bytes(key.len(), item.value.len(), item.flags), item.value.len())
         })
     };

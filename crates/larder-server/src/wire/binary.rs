@@ -12,7 +12,7 @@
 //! [`step`] is the binary driver: one request from the front of the input
 //! to its reply.
 
-use crate::connmem::output::{Output, REPLY_HEAD};
+use crate::connmem::output::Output;
 use crate::exec::{self, After, Ctx};
 use larder_observe::watch::StoreCmd;
 use larder_proto::binary::{self, BinParsed, BinRequest, Command, Extras, ResponseHead, SaslRequest, Status};
@@ -107,15 +107,11 @@ fn execute(cx: &mut Ctx<'_>, req: BinRequest<'_>, out: &mut Output) -> After {
                 _ => None,
             };
             let read = exec::read::read(cx, req.key, touch, |item, cas| {
-                if let Some(held) = out.hold(item) {
-                    // Held (pinned or referenced): the value goes out from the store.
-                    if out.reserve(REPLY_HEAD) {
-                        binary::get_hit_header(out, op, req.opaque, cas, item.flags, req.key, item.value.len());
-                        out.push_held(held);
-                    }
-                } else if out.reserve(item.value.len() + REPLY_HEAD) {
-                    binary::get_hit(out, op, req.opaque, cas, item.flags, req.key, item.value);
-                }
+                let head = |out: &mut Output| {
+                    binary::get_hit_header(out, op, req.opaque, cas, item.flags, req.key, item.value.len());
+                    true
+                };
+                out.send_value(item, head, b"");
             });
             let hit = read == exec::read::Read::Hit;
             if read == exec::read::Read::Parked {

@@ -1,7 +1,7 @@
 //! The meta protocol's front end (`mg ms md ma mn me`): flags to executor
 //! arguments, outcomes to meta replies (`larder_proto::meta` encodes them).
 
-use crate::connmem::output::{Output, REPLY_HEAD};
+use crate::connmem::output::Output;
 use crate::exec::{self, Ctx};
 use crate::counters::bump;
 use larder_proto::meta::{self, MaItem, MaOutcome, MeItem, MetaCommand, MetaRequest, MetaStatus, MgItem};
@@ -36,12 +36,11 @@ fn get(cx: &mut Ctx<'_>, req: &MetaRequest<'_>, out: &mut Output) {
         new_cas: f.new_cas,
     };
     let now = cx.now;
-    let cas_enabled = cx.srv.settings.cas_enabled;
-    let found = exec::read::meta_get(cx, req.key(), &opts, |m| {
+    let found = exec::read::meta_get(cx, req.key(), &opts, |m, visible_cas| {
         let item = MgItem {
             value: m.item.value,
             client_flags: m.item.flags,
-            cas: if cas_enabled { m.item.cas } else { 0 },
+            cas: visible_cas,
             ttl: if m.created { None } else { ttl(m.exptime_before, now) },
             ttl_after: ttl(m.item.exptime, now),
             last_access: m.last_access as u64,
@@ -53,15 +52,7 @@ fn get(cx: &mut Ctx<'_>, req: &MetaRequest<'_>, out: &mut Output) {
             stale: m.stale,
             won: m.won,
         };
-        if let Some(held) = out.hold(&m.item) {
-            // Held (pinned or referenced): the value goes out from the store.
-            if out.reserve(REPLY_HEAD) && meta::mg_hit_head(out, req, &item) {
-                out.push_held(held);
-                out.extend_from_slice(b"\r\n");
-            }
-        } else if out.reserve(m.item.value.len() + REPLY_HEAD) {
-            meta::mg_hit(out, req, &item);
-        }
+        out.send_value(&m.item, |out| meta::mg_hit_head(out, req, &item), b"\r\n");
     });
     if out.take_refused() {
         reply::line(out, crate::wire::text::OOM_WRITING_GET);

@@ -71,7 +71,7 @@ pub fn step(slot: &mut Option<Dump>, cx: &mut Ctx<'_>, out: &mut Output) -> Step
                 key,
                 exptime: (it.exptime != 0).then(|| obs.unix_time(it.exptime)),
                 last_access: obs.unix_time(it.last_access),
-                cas: if srv.settings.cas_enabled { it.cas } else { 0 },
+                cas: crate::exec::cas_shown(srv, it.cas),
                 fetched: it.fetched,
                 class: 1,
                 size: it.size,

@@ -9,7 +9,7 @@
 //! `trace/watch.rs`) and anything pipelined behind the command is dropped,
 //! as memcached ignores it.
 
-use crate::connmem::output::{Output, REPLY_HEAD};
+use crate::connmem::output::Output;
 use crate::exec::{self, After, Ctx};
 use larder_proto::{reply, text, AdminCommand, Parsed, Request, StoreCommand};
 use larder_store::{DeleteOutcome, Mode, StoreResult, WriteOptions};
@@ -250,16 +250,14 @@ fn get_many(
 /// One key of a get/gets/gat/gats: the value line on a hit, nothing on a miss.
 fn get_one(cx: &mut Ctx<'_>, key: &[u8], cas: bool, touch: Option<larder_store::Time>, out: &mut Output) -> exec::read::Read {
     exec::read::read(cx, key, touch, |item, visible_cas| {
-        if let Some(held) = out.hold(item) {
-            // Held (pinned or referenced): the value goes out from the store, not copied.
-            if out.reserve(REPLY_HEAD) {
+        out.send_value(
+            item,
+            |out| {
                 reply::value_head(out, key, item.flags, item.value.len(), cas.then_some(visible_cas));
-                out.push_held(held);
-                out.extend_from_slice(b"\r\n");
-            }
-        } else if out.reserve(item.value.len() + REPLY_HEAD) {
-            reply::value(out, key, item.flags, item.value, cas.then_some(visible_cas));
-        }
+                true
+            },
+            b"\r\n",
+        );
     })
 }
 
