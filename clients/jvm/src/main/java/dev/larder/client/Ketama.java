@@ -13,7 +13,9 @@ public final class Ketama {
     private static final int POINTS_PER_SERVER = 100;
     private static final int DEFAULT_PORT = 11211;
 
-    private final long[] points; // (unsigned value << 32) | server index: sorts as libmemcached does
+    // (value << 32 | server index) with the sign bit flipped, so a signed sort orders by the
+    // unsigned value, then by index, as libmemcached's qsort does
+    private final long[] points;
     private final int servers;
     private final KeyHash hash;
 
@@ -26,7 +28,7 @@ public final class Ketama {
             HostPort s = servers.get(idx);
             for (int i = 0; i < POINTS_PER_SERVER; i++) {
                 String name = s.port() == DEFAULT_PORT ? s.host() + "-" + i : s.host() + ":" + s.port() + "-" + i;
-                points[n++] = (Integer.toUnsignedLong(hash.hash(name)) << 32) | idx;
+                points[n++] = ((Integer.toUnsignedLong(hash.hash(name)) << 32) | idx) ^ Long.MIN_VALUE;
             }
         }
         Arrays.sort(points);
@@ -41,7 +43,7 @@ public final class Ketama {
         int lo = 0, hi = points.length;
         while (lo < hi) {
             int mid = (lo + hi) >>> 1;
-            if ((points[mid] >>> 32) < h) {
+            if (((points[mid] ^ Long.MIN_VALUE) >>> 32) < h) {
                 lo = mid + 1;
             } else {
                 hi = mid;

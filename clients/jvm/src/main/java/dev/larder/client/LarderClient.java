@@ -212,7 +212,6 @@ public final class LarderClient implements AutoCloseable {
         if (prev != null) {
             return prev.copy();
         }
-        mine.whenComplete((x, e) -> flights.remove(key, mine));
         long deadline = System.nanoTime() + cfg.leaseWait.toNanos();
         io.execute(() -> leaseAttempt(key, loader, mine, deadline, 2));
         return mine.copy();
@@ -229,7 +228,7 @@ public final class LarderClient implements AutoCloseable {
             if (fl.win()) {
                 loadAndStore(key, loader, mine);
             } else if (!fl.z() || fl.stale()) {
-                mine.complete(f.value());
+                done(key, mine, f.value(), null);
             } else if (System.nanoTime() - deadline >= 0) {
                 loadAndStore(key, loader, mine); // the winner never stored: load ourselves
             } else {
@@ -237,7 +236,17 @@ public final class LarderClient implements AutoCloseable {
                 later.execute(() -> leaseAttempt(key, loader, mine, deadline, Math.min(pauseMillis * 2, 50)));
             }
         } catch (Throwable e) {
-            mine.completeExceptionally(e);
+            done(key, mine, null, e);
+        }
+    }
+
+    /** Ends a flight: out of the table first, so a caller woken by the result starts a new one. */
+    private void done(String key, CompletableFuture<byte[]> mine, byte[] v, Throwable e) {
+        flights.remove(key, mine);
+        if (e != null) {
+            mine.completeExceptionally(e instanceof CompletionException && e.getCause() != null ? e.getCause() : e);
+        } else {
+            mine.complete(v);
         }
     }
 
@@ -253,13 +262,13 @@ public final class LarderClient implements AutoCloseable {
             try {
                 if (e != null || v == null) {
                     remove(key); // give the lease back so another caller can try at once
-                    mine.completeExceptionally(e != null ? e : new NullPointerException("loader returned null for " + key));
+                    done(key, mine, null, e != null ? e : new NullPointerException("loader returned null for " + key));
                 } else {
                     store(key, v, cfg.loadTtlSeconds);
-                    mine.complete(v);
+                    done(key, mine, v, null);
                 }
             } catch (Throwable t) {
-                mine.completeExceptionally(t);
+                done(key, mine, null, t);
             }
         }, io);
     }
