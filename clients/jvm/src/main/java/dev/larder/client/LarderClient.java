@@ -67,7 +67,9 @@ public final class LarderClient implements AutoCloseable {
         }
         ring = new Ketama(hps, b.hash);
         AtomicInteger n = new AtomicInteger();
-        io = Executors.newCachedThreadPool(r -> {
+        // One I/O thread per pooled connection: blocking calls queue for a thread instead of
+        // piling up threads that would only wait for a connection.
+        io = Executors.newFixedThreadPool(b.servers.size() * Math.max(1, b.poolSize), r -> {
             Thread t = new Thread(r, "larder-io-" + n.incrementAndGet());
             t.setDaemon(true);
             return t;
