@@ -4,7 +4,9 @@ import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.Expiry;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -21,8 +23,7 @@ final class NearCache {
     private record Entry(byte[] value, long ttlNanos) {}
 
     private final Cache<String, Entry> cache;
-    @SuppressWarnings("unchecked")
-    private final HashMap<String, Long>[] pending = new HashMap[STRIPES];
+    private final List<HashMap<String, Long>> pending = new ArrayList<>(STRIPES);
     private final AtomicLong nextToken = new AtomicLong(1);
     private final Duration maxTtl;
     private final Metrics metrics;
@@ -31,7 +32,7 @@ final class NearCache {
         this.maxTtl = maxTtl;
         this.metrics = metrics;
         for (int i = 0; i < STRIPES; i++) {
-            pending[i] = new HashMap<>();
+            pending.add(new HashMap<>());
         }
         cache = Caffeine.newBuilder()
                 .maximumWeight(maxBytes)
@@ -68,7 +69,7 @@ final class NearCache {
     }
 
     private HashMap<String, Long> stripe(String key) {
-        return pending[Math.floorMod(key.hashCode(), STRIPES)];
+        return pending.get(Math.floorMod(key.hashCode(), STRIPES));
     }
 
     byte[] get(String key) {
@@ -131,8 +132,8 @@ final class NearCache {
             cache.invalidateAll();
             return;
         }
-        synchronized (pending[i]) {
-            pending[i].clear();
+        synchronized (pending.get(i)) {
+            pending.get(i).clear();
             flushStripe(i + 1);
         }
     }

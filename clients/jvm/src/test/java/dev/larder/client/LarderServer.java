@@ -38,7 +38,8 @@ final class LarderServer implements AutoCloseable {
         process = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
         long deadline = System.nanoTime() + 10_000_000_000L;
         while (true) {
-            try (Socket s = new Socket("127.0.0.1", port)) {
+            try {
+                new Socket("127.0.0.1", port).close();
                 return;
             } catch (IOException e) {
                 if (!process.isAlive() || System.nanoTime() > deadline) {
@@ -53,9 +54,13 @@ final class LarderServer implements AutoCloseable {
         return "127.0.0.1:" + port;
     }
 
-    void kill() throws InterruptedException {
+    void kill() {
         process.destroyForcibly();
-        process.waitFor();
+        try {
+            process.waitFor();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     void restart() throws Exception {
@@ -88,7 +93,7 @@ final class LarderServer implements AutoCloseable {
     }
 
     @Override
-    public void close() throws InterruptedException {
+    public void close() {
         kill();
     }
 }
