@@ -414,17 +414,21 @@ fn flush_all_and_stream_loss_flush_the_near_cache() {
 #[test]
 #[ignore = "needs the server's track commands (#28 server side), not yet in larder"]
 fn server_restart_flushes_and_resubscribes() {
-    let mut nodes = start_nodes(1, &[]);
-    let port = nodes[0].port;
-    let c = tracked(&nodes, Invalidation::Tracking);
+    let port = larder_testkit::free_port();
+    let mut server = common::OnPort::start(port);
+    let mut cfg = Config::new([server.addr()]);
+    cfg.near = near(1 << 20, Duration::from_secs(300), Invalidation::Tracking);
+    let c = Client::new(cfg).unwrap();
+    assert!(larder_testkit::eventually(Duration::from_secs(5), || c.streams_up()));
     c.set("r", b"1", 0).unwrap();
     c.get("r").unwrap();
-    let _ = nodes[0].child.kill();
-    let _ = nodes[0].child.wait();
-    assert!(larder_testkit::eventually(Duration::from_secs(5), || c.near_entries() == 0));
-    nodes[0] = larder_testkit::Larder::start(&["-p", &port.to_string()]);
-    assert!(larder_testkit::eventually(Duration::from_secs(10), || c.streams_up()));
+    assert_eq!(c.near_entries(), 1);
+    drop(server);
+    assert!(larder_testkit::eventually(Duration::from_secs(5), || c.near_entries() == 0), "flushed when the stream closed");
+    server = common::OnPort::start(port);
+    assert!(larder_testkit::eventually(Duration::from_secs(10), || c.streams_up()), "resubscribed to the new process");
     assert_eq!(c.get("r").unwrap(), None, "cold restart: empty, and no stale near copy");
+    drop(server);
 }
 
 #[test]
