@@ -114,11 +114,12 @@ pub struct Admin {
 }
 
 impl Admin {
-    /// From the server's settings; reads the credentials file.
+    /// From the server's settings, with the credentials file `main` read
+    /// before dropping privileges (or read now).
     pub fn new(srv: Arc<Server>, history: Arc<History>, counters: Arc<Counters>) -> Result<Admin, String> {
         let o = &srv.settings.observe;
         let auth = match &o.metrics_auth_file {
-            Some(path) => Some(AuthFile::load(path)?),
+            Some(path) => Some(AuthFile::take_or_load(path)?),
             None => None,
         };
         Ok(Admin {
