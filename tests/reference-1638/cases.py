@@ -82,12 +82,14 @@ CASES = [
     Case("mg x", s(SET_K, b"mg k v x\r\n"), xfail=GAP_X),
     Case("ms x", s(b"ms k 2 x\r\nab\r\n", b"mg k v\r\n"), xfail=GAP_X),
     Case("ma x", s(b"set k 0 0 1\r\n5\r\n", b"ma k x\r\n", b"mg k v\r\n"), xfail=GAP_X),
+    Case("md x E", s(b"ms k 3\r\nabc\r\n", b"md k x E888\r\n", b"mg k c v\r\n"), xfail=GAP_X),
     Case("md x q", s(SET_K, b"md k x q\r\nmn\r\n", b"mg k v\r\n"), xfail=GAP_X),
     # ---- E flag (1.6.26) ---------------------------------------------------------------
     Case("ms E sets the CAS", s(b"ms k 1 E12345 c\r\nx\r\n", b"mg k c\r\n", b"gets k\r\n")),
     Case("ms E0 then cas 0", s(b"ms k 1 E0\r\nx\r\n", b"cas k 0 0 1 0\r\ny\r\n", b"get k\r\n"), xfail=GAP_E0),
     Case("md I E", s(b"ms k 1\r\nx\r\n", b"md k I E777\r\n", b"mg k c v\r\n")),
     Case("ma E", s(b"set k 0 0 1\r\n1\r\n", b"ma k E4242 c v\r\n", b"gets k\r\n")),
+    Case("mg E on a hit changes nothing", s(b"ms k 1 E5\r\nx\r\n", b"mg k E6 c\r\n", b"mg k c\r\n")),
     Case("mg N E autovivify", s(b"mg k N30 E999 c\r\n", b"mg k c\r\n")),
     # ---- ma, mg flags documented since 1.6.18 ------------------------------------------
     Case("ma O k", s(b"set k 0 0 1\r\n1\r\n", b"ma k O55 k v\r\n", b"ma missing O56 k q\r\nmn\r\n")),
