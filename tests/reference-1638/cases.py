@@ -36,20 +36,20 @@ B64_CRLF = b"YQ0KYg=="   # base64 of b"a\r\nb": a key only the b flag can carry
 
 GAP_MGDUMP = "#27: lru_crawler mgdump (1.6.19) not implemented"
 GAP_WATCH_DEL = "#27: watch deletions (1.6.20) not implemented"
-GAP_MS_S = "#27: ms s flag (1.6.21: return the stored size) not implemented"
-GAP_MS_N = "#27: ms N in append/prepend mode (1.6.21: autovivify on miss) not implemented"
+GAP_MS_S = "#27: ms s flag (1.6.20: return the stored size) not implemented"
+GAP_MS_N = "#27: ms N in append/prepend mode (1.6.20: autovivify on miss) not implemented"
 GAP_X = "#27: the x flag (1.6.27: md drops the value; every meta command accepts it) not implemented"
 GAP_E0 = "#27 bug: ms k 1 E0 gives the item CAS 0, so cas k 0 0 1 0 then succeeds (memcached ignores E0)"
 GAP_CRAWL = "larder answers ERROR to lru_crawler crawl (memcached 1.6.18 and 1.6.38: OK)"
-GAP_FLAGS_SIZE = "#27: stats settings lacks client_flags_size (1.6.24)"
+GAP_FLAGS_SIZE = "#27: stats settings lacks client_flags_size (1.6.22)"
 GAP_ADMIN = "#27: memcached's slab/LRU tuning commands answer ERROR in larder"
 GAP_METADUMP = "#27 bug: metadump size= differs from me's, and lacks flags= (1.6.24)"
 GAP_MN_DUMP = "#27 bug: mn then metadump/watch on one connection answers ERROR (memcached: mn flushes)"
 GAP_INCR_MAX = "#27: incr of a stored 18446744073709551615 answers the 1.6.18 way"
-GAP_ME_EXP = "#27: me's exp= sign answers the 1.6.18 way (1.6.25 fixed exptime in debug command)"
-GAP_X_STATS = "#27: -X does not refuse stats detail (1.6.33)"
-GAP_STATS_NAMES = "#27: stats lists slab_reassign_evictions_nomem, which 1.6.38 renamed slab_reassign_busy_nomem"
-GAP_SETTINGS_NAMES = ("stats settings lists 41 names, memcached 1.6.38 78: the slab, LRU and extstore settings "
+GAP_ME_EXP = "#27: me's exp= sign answers the 1.6.18 way (1.6.24 fixed exptime in the debug command)"
+GAP_X_STATS = "#27: -X does not refuse stats detail (1.6.37)"
+GAP_STATS_NAMES = "#27: stats lists slab_reassign_evictions_nomem, which 1.6.34 renamed slab_reassign_busy_nomem"
+GAP_SETTINGS_NAMES = ("stats settings lists 41 names, memcached 1.6.38 79: the slab, LRU and extstore settings "
                       "(missing against 1.6.18 too) and 1.6.38's proxy_enabled, proxy_uring_enabled, client_flags_size")
 
 CASES = [
@@ -67,7 +67,7 @@ CASES = [
          s(SET_K, b"delete k\r\n") + [(1, b"", "quiet")], xfail=GAP_WATCH_DEL),
     Case("watch mutations (1.6.18 behaviour)", [(1, b"watch mutations\r\n", "quiet")] +
          s(SET_K, b"ms m 1 T0\r\nz\r\n") + [(1, b"", "quiet")]),
-    # ---- ms s, ms N in append mode (1.6.21) -------------------------------------------
+    # ---- ms s, ms N in append mode (1.6.20) -------------------------------------------
     Case("ms MA s", s(SET_K, b"ms k 2 MA s\r\ncd\r\n", b"mg k v\r\n"), xfail=GAP_MS_S),
     Case("ms s on set", s(b"ms k 3 s\r\nabc\r\n"), xfail=GAP_MS_S),
     Case("ms c with s", s(b"ms k 3 c s\r\nabc\r\n", b"mg k c s\r\n"), xfail=GAP_MS_S),
@@ -84,7 +84,7 @@ CASES = [
     Case("ma x", s(b"set k 0 0 1\r\n5\r\n", b"ma k x\r\n", b"mg k v\r\n"), xfail=GAP_X),
     Case("md x E", s(b"ms k 3\r\nabc\r\n", b"md k x E888\r\n", b"mg k c v\r\n"), xfail=GAP_X),
     Case("md x q", s(SET_K, b"md k x q\r\nmn\r\n", b"mg k v\r\n"), xfail=GAP_X),
-    # ---- E flag (1.6.26) ---------------------------------------------------------------
+    # ---- E flag (1.6.27) ---------------------------------------------------------------
     Case("ms E sets the CAS", s(b"ms k 1 E12345 c\r\nx\r\n", b"mg k c\r\n", b"gets k\r\n")),
     Case("ms E0 then cas 0", s(b"ms k 1 E0\r\nx\r\n", b"cas k 0 0 1 0\r\ny\r\n", b"get k\r\n"), xfail=GAP_E0),
     Case("md I E", s(b"ms k 1\r\nx\r\n", b"md k I E777\r\n", b"mg k c v\r\n")),
@@ -96,7 +96,7 @@ CASES = [
     Case("ma N autovivify J", s(b"ma k N0 J7 v\r\n", b"ma k v\r\n", b"ma k MD D100 v\r\n")),
     Case("mg R recache", s(b"ms k 1 T100\r\nx\r\n", b"mg k R200 v c\r\n", b"mg k R10 v c\r\n")),
     Case("mg h l t", s(b"ms k 1 T0\r\nx\r\n", b"mg k h l t\r\n", b"mg k h l t\r\n")),
-    # ---- stats (1.6.24, 1.6.25) --------------------------------------------------------
+    # ---- stats (1.6.22, 1.6.25, 1.6.34, 1.6.37) --------------------------------------------------------
     Case("stats settings client_flags_size", s(b"stats settings\r\n"), grep=rb"client_flags_size",
          keep_stats=("client_flags_size",), xfail=GAP_FLAGS_SIZE),
     Case("stats settings names", s(b"stats settings\r\n"), xfail=GAP_SETTINGS_NAMES),
