@@ -15,7 +15,8 @@
 //! * feed raw bytes as a record: they never open (forging a tag is out of
 //!   reach), and lengths are whatever the header says;
 //! * open a sealed record cut or extended to a length other than its own,
-//!   bypassing `record_len` (the layer must refuse, not panic);
+//!   bypassing `record_len`, down to fewer bytes than a header (the layer
+//!   must refuse, not panic);
 //! * open a record twice (a replay): the second is refused.
 //!
 //! After any refusal the receiving keys are set back in step with the
@@ -277,7 +278,8 @@ fuzz_target!(|data: &[u8]| {
                 let rec = c.seal(content::APPLICATION_DATA, &plain, 0);
                 let cut = usize::from(script.u16()) % (rec.len() + 64);
                 let mut other = rec.clone();
-                other.resize(cut.max(HEADER), 0);
+                // Down to nothing: `open` must refuse a header cut short too.
+                other.resize(cut, 0);
                 if other.len() != rec.len() {
                     let mut probe = Keys::new(c.rx.seq(), &s.secrets).unwrap();
                     assert!(c.layer.open(&mut probe, &mut other).is_err(), "a record opened at {cut} bytes, sealed as {}", rec.len());

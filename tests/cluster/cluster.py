@@ -48,6 +48,9 @@ def require(path, what):
 
 
 def node_binary(kind):
+    if kind == "memcached-1.6.38":  # trixie's, from its chroot (tests/lib/memcached_1638.py)
+        import memcached_1638
+        return memcached_1638.binary()
     return larder_servers.larder_bin() if kind == "larder" else larder_servers.MEMCACHED_BIN
 
 

@@ -17,10 +17,8 @@ LARDER_REQUIRE_ALL=1, skips otherwise (as the other dashboard test).
 import base64
 import json
 import os
-import shutil
 import socket
 import sys
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -30,48 +28,10 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "lib"))
 import larder_servers  # noqa: E402
+from chromium_page import can_connect as _can_connect, rows as _rows, wait as _wait  # noqa: E402
 
 USER, PASSWORD = "viewer", "pa ss:word"
 SECRET = "session:alice@example.com"
-
-
-def _require(what):
-    strict = os.environ.get("CI") == "true" or os.environ.get("LARDER_REQUIRE_ALL") == "1"
-    if strict:
-        pytest.fail(f"{what} (CI=true or LARDER_REQUIRE_ALL=1: required; scripts/test installs it)")
-    pytest.skip(what)
-
-
-def _find_browser():
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        _require("selenium is not installed (tests/requirements.txt)")
-    chromium = os.environ.get("CHROMIUM_BIN") or shutil.which("chromium") or "/usr/bin/chromium"
-    driver = os.environ.get("CHROMEDRIVER_BIN") or shutil.which("chromedriver") or "/usr/bin/chromedriver"
-    for path, pkg in [(chromium, "chromium"), (driver, "chromium-driver")]:
-        if not os.access(path, os.X_OK):
-            _require(f"no {path} (Debian package {pkg})")
-    return chromium, driver
-
-
-def _wait(what, cond, timeout):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = cond()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.2)
-
-
-def _can_connect(port):
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        return True
-    except OSError:
-        return False
 
 
 def _get(mport, path, auth=None):
@@ -114,31 +74,6 @@ def guarded(tmp_path_factory):
         assert srv.alive(), f"server died:\n{srv.log_text()}"
     finally:
         srv.stop()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    chromium, driver_path = _find_browser()
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = chromium
-    for a in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-              "--window-size=1400,1000"]:
-        opts.add_argument(a)
-    d = webdriver.Chrome(service=Service(executable_path=driver_path), options=opts)
-    try:
-        yield d
-    finally:
-        d.quit()
-
-
-def _rows(d, table_id):
-    return d.execute_script(
-        "return Array.from(document.getElementById(arguments[0]).rows)"
-        ".filter(r => r.cells[0].tagName === 'TD').map(r => Array.from(r.cells, c => c.textContent));",
-        table_id)
 
 
 def test_without_credentials_everything_is_refused(guarded):

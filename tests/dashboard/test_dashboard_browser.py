@@ -22,7 +22,6 @@ LARDER_REQUIRE_ALL=1 (scripts/test sets it: it installed them), and skips otherw
 import json
 import os
 import random
-import shutil
 import socket
 import sys
 import threading
@@ -34,6 +33,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "lib"))
 import larder_servers  # noqa: E402
+from chromium_page import can_connect as _can_connect, rows as _rows, wait as _wait  # noqa: E402
 
 MIB = 1024 * 1024
 
@@ -43,26 +43,6 @@ PREFIXES = [("user", 1200, 16384), ("sess", 600, 4096), ("cfg", 100, 512)]
 BIG_KEY, BIG_SIZE = "blob:video", 10 * MIB
 HOT_KEY, HOT_GETS = "cfg:flags", 3000
 EVIL_KEY, EVIL_GETS = "<script>window.__larder_xss=1</script>", 300
-
-
-def _require(what):
-    strict = os.environ.get("CI") == "true" or os.environ.get("LARDER_REQUIRE_ALL") == "1"
-    if strict:
-        pytest.fail(f"{what} (CI=true or LARDER_REQUIRE_ALL=1: required; scripts/test installs it)")
-    pytest.skip(what)
-
-
-def _find_browser():
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        _require("selenium is not installed (tests/requirements.txt)")
-    chromium = os.environ.get("CHROMIUM_BIN") or shutil.which("chromium") or "/usr/bin/chromium"
-    driver = os.environ.get("CHROMEDRIVER_BIN") or shutil.which("chromedriver") or "/usr/bin/chromedriver"
-    for path, pkg in [(chromium, "chromium"), (driver, "chromium-driver")]:
-        if not os.access(path, os.X_OK):
-            _require(f"no {path} (Debian package {pkg})")
-    return chromium, driver
 
 
 class Client:
@@ -123,17 +103,6 @@ class Client:
 def _http_json(mport, path):
     with urllib.request.urlopen(f"http://127.0.0.1:{mport}{path}", timeout=5) as r:
         return json.load(r)
-
-
-def _wait(what, cond, timeout):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = cond()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.2)
 
 
 def _parse_count(text):
@@ -202,44 +171,10 @@ def loaded():
         srv.stop()
 
 
-def _can_connect(port):
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        return True
-    except OSError:
-        return False
-
-
 def _samples_with_hits(mport):
     h = _http_json(mport, "/api/v1/history")
     i = h["fields"].index("hits_per_s")
     return sum(1 for s in h["samples"] if s[i])
-
-
-@pytest.fixture(scope="module")
-def browser():
-    chromium, driver_path = _find_browser()
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = chromium
-    for a in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-              "--window-size=1400,1000", "--hide-scrollbars", "--force-device-scale-factor=1"]:
-        opts.add_argument(a)
-    d = webdriver.Chrome(service=Service(executable_path=driver_path), options=opts)
-    try:
-        yield d
-    finally:
-        d.quit()
-
-
-def _rows(d, table_id):
-    """A table's data rows as lists of cell texts (header row left out)."""
-    return d.execute_script(
-        "return Array.from(document.getElementById(arguments[0]).rows)"
-        ".filter(r => r.cells[0].tagName === 'TD').map(r => Array.from(r.cells, c => c.textContent));",
-        table_id)
 
 
 def test_dashboard_in_a_browser(browser, loaded):  # the browser first: missing, it fails fast

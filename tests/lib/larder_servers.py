@@ -2,7 +2,9 @@
 
 Every server gets its own free port on 127.0.0.1 (never 11211), runs in its own
 process group, logs to a file, and is killed when the test ends or the Python
-process exits, whatever happened. Used by tests/clients and tests/differential.
+process exits, whatever happened. Used by tests/clients, tests/differential,
+tests/observe and tests/dashboard; `Server` is also the base of other
+processes the tests run beside a server (tests/observe's memcached_exporter).
 """
 
 import atexit
@@ -27,10 +29,11 @@ def larder_bin():
     return os.path.join(target, "release", "larder")
 
 
-def free_port():
-    """A TCP port on 127.0.0.1 that was free a moment ago (never 11211)."""
+def free_port(kind=socket.SOCK_STREAM):
+    """A TCP (or, with kind=socket.SOCK_DGRAM, UDP) port on 127.0.0.1 that was
+    free a moment ago (never 11211)."""
     while True:
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s = socket.socket(socket.AF_INET, kind)
         try:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]

@@ -45,6 +45,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "lib"))
 import larder_servers  # noqa: E402
+import needs  # noqa: E402
 
 DASHBOARD = os.path.join(ROOT, "dashboards", "larder-grafana.json")
 
@@ -56,18 +57,6 @@ SYNTHETIC_SERIES = {
 }
 # Labels Prometheus attaches to every scraped series.
 TARGET_LABELS = {"instance", "job"}
-
-
-def _strict():
-    def is_set(v):
-        return bool(v) and v != "0" and v.lower() != "false"
-    return is_set(os.environ.get("CI")) or is_set(os.environ.get("LARDER_REQUIRE_ALL"))
-
-
-def _require(what):
-    if _strict():
-        pytest.fail(f"{what} (CI or LARDER_REQUIRE_ALL=1: required; scripts/test installs it)")
-    pytest.skip(what)
 
 
 # ------------------------------------------------------------------ extractor
@@ -472,18 +461,6 @@ def test_dashboard_is_importable_shape(dashboard):
 
 # ------------------------------------------------------------------ a real larder
 
-def _free_udp_port():
-    while True:
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        try:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        finally:
-            s.close()
-        if port != 11211:
-            return port
-
-
 class FullLarder(larder_servers.Server):
     """larder with every option that adds series: TLS (beside a plain port), UDP,
     grace, coalescing, the admin port. Ready when the plain port answers."""
@@ -497,7 +474,7 @@ class FullLarder(larder_servers.Server):
             self.tls_port = self.udp_port = self.metrics_port = "PORT"
         else:
             self.tls_port = larder_servers.free_port()
-            self.udp_port = _free_udp_port()
+            self.udp_port = larder_servers.free_port(socket.SOCK_DGRAM)
             self.metrics_port = larder_servers.free_port()
         cmd = [self.binary, "-p", str(port), "-U", str(self.udp_port),
                "-l", f"notls:127.0.0.1:{port},127.0.0.1:{self.tls_port}",
@@ -568,7 +545,7 @@ def scrape(port):
 def pki():
     openssl = shutil.which("openssl")
     if not openssl:
-        _require("no openssl command (Debian package openssl) to make the -Z certificate")
+        needs.require("no openssl command (Debian package openssl) to make the -Z certificate")
     d = tempfile.mkdtemp(prefix="larder-grafana-")
     subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "key.pem", "-out", "cert.pem",
                     "-days", "3650", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
@@ -644,7 +621,7 @@ def grafana_expand(expr):
 def _prometheus_bin():
     path = os.environ.get("PROMETHEUS_BIN") or shutil.which("prometheus") or "/usr/bin/prometheus"
     if not os.access(path, os.X_OK):
-        _require(f"no {path} (Debian package prometheus) to evaluate the dashboard's queries")
+        needs.require(f"no {path} (Debian package prometheus) to evaluate the dashboard's queries")
     return path
 
 

@@ -28,9 +28,7 @@ against memcached 1.6.18's replies, with the same exclusions.
 import os
 import shutil
 import socket
-import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -41,6 +39,7 @@ from prometheus_client.parser import text_string_to_metric_families
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "lib"))
 import larder_servers  # noqa: E402
+import needs  # noqa: E402
 
 NO_SEGMENTED_LRU = (
     "larder has no segmented LRU (memcached's hot/warm/cold/temp sub-LRUs of each slab class): it keeps items "
@@ -106,22 +105,10 @@ EXPORTER_READS = {
 }
 
 
-def _strict():
-    def is_set(v):
-        return bool(v) and v != "0" and v.lower() != "false"
-    return is_set(os.environ.get("CI")) or is_set(os.environ.get("LARDER_REQUIRE_ALL"))
-
-
-def _require(what):
-    if _strict():
-        pytest.fail(f"{what} (CI or LARDER_REQUIRE_ALL=1 make it required)")
-    pytest.skip(what)
-
-
 def _memcached_bin():
     path = larder_servers.MEMCACHED_BIN
     if not os.access(path, os.X_OK):
-        _require(f"no memcached at {path} (Debian package memcached; or set MEMCACHED_BIN)")
+        needs.require(f"no memcached at {path} (Debian package memcached; or set MEMCACHED_BIN)")
     return path
 
 
@@ -131,7 +118,7 @@ def _exporter_bin():
     for path in candidates:
         if path and os.access(path, os.X_OK):
             return path
-    _require("no memcached_exporter (prometheus/memcached_exporter: set MEMCACHED_EXPORTER_BIN, or put "
+    needs.require("no memcached_exporter (prometheus/memcached_exporter: set MEMCACHED_EXPORTER_BIN, or put "
              "prometheus-memcached-exporter or memcached_exporter on PATH; Debian 12 does not package it)")
 
 
@@ -245,51 +232,32 @@ def servers():
             srv.stop()
 
 
-class Exporter:
-    def __init__(self, binary, target_port):
-        self.binary, self.target_port = binary, target_port
-        self.proc = None
+class Exporter(larder_servers.Server):
+    """memcached_exporter pointed at the server on `target_port`, started,
+    logged and stopped as the servers are (larder_servers.Server); its port
+    is its web listener, ready when that answers."""
 
-    def start(self):
-        last = ""
-        for _ in range(5):
-            self.port = larder_servers.free_port()
-            fd, self.log_path = tempfile.mkstemp(prefix="memcached-exporter-", suffix=".log")
-            log = os.fdopen(fd, "wb")
-            self.proc = subprocess.Popen(
-                [self.binary, f"--memcached.address=127.0.0.1:{self.target_port}",
-                 f"--web.listen-address=127.0.0.1:{self.port}"],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-            log.close()
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline and self.proc.poll() is None:
-                try:
-                    with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/", timeout=2):
-                        return self
-                except (urllib.error.URLError, OSError):
-                    time.sleep(0.05)
-            last = self.log_text()
-            self.stop()
-        raise RuntimeError(f"memcached_exporter did not start:\n{last}")
+    def __init__(self, binary, target_port):
+        super().__init__(binary, name="memcached-exporter")
+        self.target_port = target_port
+
+    def command(self, port):
+        return [self.binary, f"--memcached.address=127.0.0.1:{self.target_port}",
+                f"--web.listen-address=127.0.0.1:{port}"]
+
+    def _wait_ready(self):
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/", timeout=2):
+                    return True
+            except (urllib.error.URLError, OSError):
+                time.sleep(0.05)
+        return False
 
     def scrape(self):
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=10) as r:
             return r.read().decode()
-
-    def log_text(self):
-        with open(self.log_path, "rb") as f:
-            return f.read()[-3000:].decode("utf-8", "replace")
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, 15)
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, 9)
-                self.proc.wait(5)
-        if self.log_path and os.path.exists(self.log_path):
-            os.unlink(self.log_path)
 
 
 @pytest.fixture(scope="module")

@@ -98,15 +98,21 @@ class Conn:
         except (OSError, ssl.SSLError, AttributeError) as e:
             raise ConnLost("send: %s" % e)
 
-    def _fill(self):
+    def _recv(self, n):
+        """Up to n bytes, at least one: a timeout, an error or the end of the
+        stream raise Timeout or ConnLost."""
         try:
-            d = self.sock.recv(262144)
+            d = self.sock.recv(n)
         except socket.timeout as e:
             raise Timeout("recv: %s" % e)
         except (OSError, ssl.SSLError, AttributeError) as e:
             raise ConnLost("recv: %s" % e)
         if not d:
             raise ConnLost("recv: connection closed by server")
+        return d
+
+    def _fill(self):
+        d = self._recv(262144)
         if self.pos > 0 and self.pos == len(self.buf):
             self.buf = bytearray(d)
             self.pos = 0
@@ -139,14 +145,7 @@ class Conn:
         self.pos = 0
         need = n - len(out)
         while need > 0:
-            try:
-                d = self.sock.recv(min(need, 1 << 20))
-            except socket.timeout as e:
-                raise Timeout("recv: %s" % e)
-            except (OSError, ssl.SSLError, AttributeError) as e:
-                raise ConnLost("recv: %s" % e)
-            if not d:
-                raise ConnLost("recv: connection closed by server")
+            d = self._recv(min(need, 1 << 20))
             out += d
             need -= len(d)
         return bytes(out)
@@ -438,15 +437,21 @@ def bin_get_many(c, keys):
         out[k] = (struct.unpack(">I", e)[0], v)
 
 
-def bin_delete(c, key):
-    c.send(bin_req(OP_DELETE, key))
-    op, st, *_ = bin_read(c)
-    _same_op(op, OP_DELETE)
+def _bin_found(c, op, key, extras, done, what):
+    """A binary request whose reply is only a status: `done` (OK) or
+    "not_found"; any other status breaks the protocol."""
+    c.send(bin_req(op, key, extras))
+    rop, st, *_ = bin_read(c)
+    _same_op(rop, op)
     if st == ST_OK:
-        return "deleted"
+        return done
     if st == ST_NOT_FOUND:
         return "not_found"
-    raise ProtocolError("binary delete status 0x%x" % st)
+    raise ProtocolError("binary %s status 0x%x" % (what, st))
+
+
+def bin_delete(c, key):
+    return _bin_found(c, OP_DELETE, key, b"", "deleted", "delete")
 
 
 def bin_arith(c, key, delta, decr=False):
@@ -466,14 +471,7 @@ def bin_arith(c, key, delta, decr=False):
 
 
 def bin_touch(c, key, exp):
-    c.send(bin_req(OP_TOUCH, key, struct.pack(">I", exp)))
-    op, st, *_ = bin_read(c)
-    _same_op(op, OP_TOUCH)
-    if st == ST_OK:
-        return "touched"
-    if st == ST_NOT_FOUND:
-        return "not_found"
-    raise ProtocolError("binary touch status 0x%x" % st)
+    return _bin_found(c, OP_TOUCH, key, struct.pack(">I", exp), "touched", "touch")
 
 
 def wait_version(ports, timeout):

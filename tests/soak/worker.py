@@ -856,59 +856,52 @@ class Reader(threading.Thread):
             else:
                 self.chk.hit(k, hit[1], hit[0] if has_flags else None, t0, t1, via)
 
-    def text_multi(self, keys, tls, cmd):
-        fam = "text"
+    def _ask(self, fam, conn, tls, label, fetch):
+        """One timed read: counts a `fam` request labelled `label`, runs
+        fetch(the `conn` family's connection); (reply, t0, t1), or None when
+        the connection was lost or the reply broke the protocol (the
+        connection is dropped, in the caller's name)."""
         t0 = time.monotonic()
-        self.req(fam, tls, "%s[%d]" % (cmd.decode(), 1 if len(keys) == 1 else 100 if len(keys) > 20 else 20))
+        self.req(fam, tls, label)
         try:
-            got = proto.text_get(self.cl.get("text", tls), [k.name for k in keys], cmd)
+            got = fetch(self.cl.get(conn, tls))
         except (ConnLost, ProtocolError) as e:
-            self.cl.drop("text", tls, e, sys._getframe().f_code.co_name)
+            self.cl.drop(conn, tls, e, sys._getframe(1).f_code.co_name)
+            return None
+        return got, t0, time.monotonic()
+
+    def _judge_many(self, keys, asked, via):
+        """A multi-key read's reply ({key: (flags, value)} or "oom") judged."""
+        if asked is None:
             return
-        t1 = time.monotonic()
+        got, t0, t1 = asked
         if got == "oom":
             self.ctx.count("read_refused_oom")
             return
-        self._judge(keys, {k: (v[0], v[1]) for k, v in got.items()}, t0, t1, "text " + cmd.decode())
+        self._judge(keys, got, t0, t1, via)
+
+    def text_multi(self, keys, tls, cmd):
+        label = "%s[%d]" % (cmd.decode(), 1 if len(keys) == 1 else 100 if len(keys) > 20 else 20)
+
+        def fetch(c):
+            got = proto.text_get(c, [k.name for k in keys], cmd)
+            return got if got == "oom" else {k: (v[0], v[1]) for k, v in got.items()}
+        self._judge_many(keys, self._ask("text", "text", tls, label, fetch), "text " + cmd.decode())
 
     def meta_multi(self, keys, tls):
-        t0 = time.monotonic()
-        self.req("meta", tls, "mg_pipeline")
-        try:
-            got = proto.meta_get_many(self.cl.get("text", tls), [k.name for k in keys])
-        except (ConnLost, ProtocolError) as e:
-            self.cl.drop("text", tls, e, sys._getframe().f_code.co_name)
-            return
-        t1 = time.monotonic()
-        if got == "oom":
-            self.ctx.count("read_refused_oom")
-            return
-        self._judge(keys, got, t0, t1, "meta mg pipeline")
+        asked = self._ask("meta", "text", tls, "mg_pipeline", lambda c: proto.meta_get_many(c, [k.name for k in keys]))
+        self._judge_many(keys, asked, "meta mg pipeline")
 
     def bin_multi(self, keys, tls):
-        t0 = time.monotonic()
-        self.req("bin", tls, "getkq_batch")
-        try:
-            got = proto.bin_get_many(self.cl.get("bin", tls), [k.name for k in keys])
-        except (ConnLost, ProtocolError) as e:
-            self.cl.drop("bin", tls, e, sys._getframe().f_code.co_name)
-            return
-        t1 = time.monotonic()
-        if got == "oom":
-            self.ctx.count("read_refused_oom")
-            return
-        self._judge(keys, got, t0, t1, "binary getkq")
+        asked = self._ask("bin", "bin", tls, "getkq_batch", lambda c: proto.bin_get_many(c, [k.name for k in keys]))
+        self._judge_many(keys, asked, "binary getkq")
 
     def bin_single(self, k, tls):
-        t0 = time.monotonic()
         op = self.rng.choice([proto.OP_GET, proto.OP_GETK])
-        self.req("bin", tls, "get" if op == proto.OP_GET else "getk")
-        try:
-            r = proto.bin_get(self.cl.get("bin", tls), k.name, op)
-        except (ConnLost, ProtocolError) as e:
-            self.cl.drop("bin", tls, e, sys._getframe().f_code.co_name)
+        asked = self._ask("bin", "bin", tls, "get" if op == proto.OP_GET else "getk", lambda c: proto.bin_get(c, k.name, op))
+        if asked is None:
             return
-        t1 = time.monotonic()
+        r, t0, t1 = asked
         if r[0] == "hit":
             self.chk.hit(k, r[2], r[1], t0, t1, "binary get")
         elif r[0] == "miss":
@@ -917,14 +910,10 @@ class Reader(threading.Thread):
             self.ctx.count("read_refused_oom")
 
     def meta_single(self, k, tls):
-        t0 = time.monotonic()
-        self.req("meta", tls, "mg")
-        try:
-            r = proto.meta_get(self.cl.get("text", tls), k.name, b"s v f c t k")
-        except (ConnLost, ProtocolError) as e:
-            self.cl.drop("text", tls, e, sys._getframe().f_code.co_name)
+        asked = self._ask("meta", "text", tls, "mg", lambda c: proto.meta_get(c, k.name, b"s v f c t k"))
+        if asked is None:
             return
-        t1 = time.monotonic()
+        r, t0, t1 = asked
         if r[0] == "hit":
             f = r[2]
             if f.get(b"k") != k.name or int(f.get(b"s", b"-1")) != len(r[1]):
@@ -936,14 +925,10 @@ class Reader(threading.Thread):
             self.ctx.count("read_refused_oom")
 
     def swr_read(self, k, tls):
-        t0 = time.monotonic()
-        self.req("meta", tls, "mg_N")
-        try:
-            r = proto.meta_get(self.cl.get("text", tls), k.name, b"s v f c t N30")
-        except (ConnLost, ProtocolError) as e:
-            self.cl.drop("text", tls, e, sys._getframe().f_code.co_name)
+        asked = self._ask("meta", "text", tls, "mg_N", lambda c: proto.meta_get(c, k.name, b"s v f c t N30"))
+        if asked is None:
             return
-        t1 = time.monotonic()
+        r, t0, t1 = asked
         if r[0] == "hit":
             f = r[2]
             if r[1] == b"":

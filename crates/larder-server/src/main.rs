@@ -66,6 +66,15 @@ fn main() {
             exit(1);
         }
     }
+    // The admin listener's credentials: read now, as root if started so, for
+    // the listener to take after -u drops privileges; a bad file is a
+    // start-up error naming it, not a failure of the unprivileged start.
+    if let Some(path) = settings.observe.metrics_auth_file.as_deref().filter(|_| settings.observe.metrics_port != 0) {
+        if let Err(e) = larder_server::admin::auth::AuthFile::preload(path) {
+            eprintln!("{e}");
+            exit(EX_USAGE);
+        }
+    }
     // memcached initialises SASL here and exits 1 when it cannot.
     if settings.sasl {
         if let Err(e) = larder_server::auth::cyrus::init(settings.verbose) {

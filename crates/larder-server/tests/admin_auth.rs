@@ -53,9 +53,10 @@ fn an_authenticated_cache_needs_an_authenticated_admin_listener() {
     assert!(err.contains("contradicts"), "{err}");
     let bad = TempFile::new("admin-bad", "basic prom:pw\ntoken xyz\n");
     let (code, err) = refused(&["-o", &format!("metrics_auth_file={}", bad.path())]);
-    assert_ne!(code, 0);
+    assert_eq!(code, 64, "{err}");
     assert!(err.contains("metrics_auth_file") && err.contains("line 2"), "{err}");
-    let (_, err) = refused(&["-o", "metrics_auth_file=/nonexistent/larder-admin-creds"]);
+    let (code, err) = refused(&["-o", "metrics_auth_file=/nonexistent/larder-admin-creds"]);
+    assert_eq!(code, 64, "{err}");
     assert!(err.contains("cannot read /nonexistent/larder-admin-creds"), "{err}");
 
     // Said explicitly, an open listener is allowed.
@@ -170,4 +171,34 @@ fn client_certificates_authenticate_over_metrics_tls() {
         read_reply(&mut c.reader, false)
     });
     assert!(refused_handshake.is_err(), "{refused_handshake:?}");
+}
+
+/// The credentials file is read before `-u` drops privileges, as memcached
+/// reads its files: a file only root may read serves `-u nobody`'s
+/// listener, and a bad one is a start-up error (exit 64, naming it), not
+/// the unprivileged start's failure (exit 71). Needs root to drop
+/// privileges at all; as another user it says so and checks nothing.
+#[test]
+fn the_credentials_file_is_read_before_privileges_drop() {
+    if !larder_testkit::launch::running_as_root() {
+        eprintln!("SKIPPED: the_credentials_file_is_read_before_privileges_drop: needs root to test -u");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let f = TempFile::new("admin-root-only", CREDENTIALS);
+    std::fs::set_permissions(&f.0, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let s = start(&["-u", "nobody", "-o", &format!("metrics_auth_file={}", f.path())]);
+    // Really running as nobody, and still holding the file's credentials.
+    let status = std::fs::read_to_string(format!("/proc/{}/status", s.child.id())).unwrap();
+    let uid = status.lines().find(|l| l.starts_with("Uid:")).unwrap().to_string();
+    assert!(uid.split_whitespace().nth(1) == Some("65534"), "{uid}");
+    assert_eq!(get(s.admin, "/metrics").status, 401);
+    assert_eq!(request(s.admin, "/metrics", &[("Authorization", &basic("prom", "s3cret pass:word"))]).status, 200);
+    drop(s);
+
+    let bad = TempFile::new("admin-root-bad", "basic prom:pw\ntoken xyz\n");
+    std::fs::set_permissions(&bad.0, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let (code, err) = refused(&["-u", "nobody", "-o", &format!("metrics_auth_file={}", bad.path())]);
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("metrics_auth_file") && err.contains("line 2"), "{err}");
 }

@@ -5,6 +5,7 @@
 //! unit tests in `admin/history.rs`: 450 samples at 2 s would take 15
 //! minutes here), and a hostile key comes out escaped.
 
+mod admin_http;
 mod common;
 
 use common::Larder;
@@ -14,14 +15,14 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 
-/// (head, body) of `GET path`.
+/// (head, body) of `GET path`, read by its `Content-Length` (HTTP/1.1
+/// keeps the connection open).
 fn get(port: u16, path: &str) -> (String, String) {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    let (head, body) = out.split_once("\r\n\r\n").expect("a header block");
-    (head.to_string(), body.to_string())
+    let r = admin_http::read_reply(&mut std::io::BufReader::new(s), false).unwrap();
+    (r.head.trim_end().to_string(), r.text())
 }
 
 // ---- a minimal JSON parser (enough to check the documents' shape) ----

@@ -6,20 +6,23 @@
 //! one, that parse fails under CI and is skipped with a `SKIPPED:` message
 //! elsewhere (`larder_testkit::require_or_skip`).
 
+mod admin_http;
 mod common;
 
 use common::{require_or_skip, Larder};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::Command;
 
+/// The whole response (head, blank line, body) of `GET path`, read by its
+/// `Content-Length` (HTTP/1.1 keeps the connection open).
 fn http_get(port: u16, path: &str) -> String {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
     write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out
+    let r = admin_http::read_reply(&mut std::io::BufReader::new(s), false).unwrap();
+    format!("{}\r\n{}", r.head, r.text())
 }
 
 

@@ -222,6 +222,10 @@ struct Loaded {
     refused: Option<Stamp>,
 }
 
+/// The file as `larder`'s `main` read it before dropping privileges
+/// ([`AuthFile::preload`]), waiting for the admin listener to take it.
+static PRELOADED: Mutex<Option<AuthFile>> = Mutex::new(None);
+
 /// `-o metrics_auth_file`, kept current.
 pub struct AuthFile {
     path: PathBuf,
@@ -234,6 +238,29 @@ impl AuthFile {
         let path = PathBuf::from(path);
         let (entries, stamp) = read(&path).map_err(|e| format!("larder: -o metrics_auth_file: {e}"))?;
         Ok(AuthFile { path, loaded: Mutex::new(Loaded { entries, stamp, checked: Instant::now(), refused: None }) })
+    }
+
+    /// Read and check it at start-up **before** `-u` drops privileges (as
+    /// memcached reads its files), so a file only root may read works and a
+    /// bad one stops the start with this error instead of failing later as
+    /// the unprivileged user. The admin listener takes it from here
+    /// ([`AuthFile::take_or_load`]); later re-reads (when it changes) run as
+    /// the user larder runs as.
+    pub fn preload(path: &str) -> Result<(), String> {
+        let f = AuthFile::load(path)?;
+        *PRELOADED.lock().unwrap_or_else(|e| e.into_inner()) = Some(f);
+        Ok(())
+    }
+
+    /// The file [`AuthFile::preload`] read for `path`, else a fresh read
+    /// (servers started in-process, without `main`).
+    pub fn take_or_load(path: &str) -> Result<AuthFile, String> {
+        let mut pre = PRELOADED.lock().unwrap_or_else(|e| e.into_inner());
+        if pre.as_ref().is_some_and(|f| f.path == std::path::Path::new(path)) {
+            return Ok(pre.take().expect("checked just above"));
+        }
+        drop(pre);
+        AuthFile::load(path)
     }
 
     /// Re-read the file if it changed (at most once per [`RECHECK`]).
@@ -363,5 +390,21 @@ mod tests {
         let _ = std::fs::remove_file(&path);
         let Err(e) = AuthFile::load(path.to_str().unwrap()) else { panic!("a missing file loads") };
         assert!(e.contains("metrics_auth_file: cannot read"), "{e}");
+    }
+
+    #[test]
+    fn a_preloaded_file_is_taken_without_reading_it_again() {
+        let path = std::env::temp_dir().join(format!("larder-admin-preload-{}", std::process::id()));
+        let p = path.to_str().unwrap();
+        std::fs::write(&path, "basic a:one\n").unwrap();
+        AuthFile::preload(p).unwrap();
+        // Gone now (as a file the dropped user cannot read): still served.
+        std::fs::remove_file(&path).unwrap();
+        let f = AuthFile::take_or_load(p).unwrap();
+        assert!(f.check(Some(format!("Basic {}", b64("a:one")).as_bytes())).0);
+        // Taken once: the next listener reads the file itself.
+        let Err(e) = AuthFile::take_or_load(p) else { panic!("taken twice") };
+        assert!(e.contains("cannot read"), "{e}");
+        assert!(AuthFile::preload(p).unwrap_err().contains("metrics_auth_file: cannot read"));
     }
 }

@@ -32,14 +32,16 @@
 //!
 //! # Keep-alive
 //!
-//! A connection stays open after a response when the request asks for it
-//! with `Connection: keep-alive` (browsers do, and the dashboard polls three
-//! documents a second over it); otherwise the response says
-//! `Connection: close` and the connection ends, as every response of the
-//! hand-written listener before did. Clients that read a response to the
-//! end of the stream (scripts, older tests) keep working; Prometheus's Go
-//! client, which sends no `Connection` header, opens a connection per
-//! scrape (about 0.1 ms on loopback).
+//! HTTP/1.1's rule: a connection stays open after a response unless the
+//! request says `Connection: close` (then the response says it too and the
+//! connection ends). Prometheus's Go client sends no `Connection` header
+//! and so keeps one connection across scrapes; the dashboard polls three
+//! documents a second over one. HTTP/1.0 keeps a connection only when it
+//! asks with `Connection: keep-alive` (hyper's rule). A client that reads a
+//! response to the end of the stream must therefore send
+//! `Connection: close`, or read `Content-Length` bytes: every response has
+//! one. Idle kept-alive connections are bounded by the idle timeout and
+//! the connection cap above.
 //!
 //! # Access
 //!
@@ -59,7 +61,7 @@ use crate::config::tls::TlsContext;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{self, HeaderValue};
-use hyper::{Method, Request, Response, StatusCode, Version};
+use hyper::{Method, Request, Response, StatusCode};
 use std::collections::HashMap;
 use std::future::{poll_fn, Future};
 use std::io;
@@ -112,11 +114,12 @@ pub struct Admin {
 }
 
 impl Admin {
-    /// From the server's settings; reads the credentials file.
+    /// From the server's settings, with the credentials file `main` read
+    /// before dropping privileges (or read now).
     pub fn new(srv: Arc<Server>, history: Arc<History>, counters: Arc<Counters>) -> Result<Admin, String> {
         let o = &srv.settings.observe;
         let auth = match &o.metrics_auth_file {
-            Some(path) => Some(AuthFile::load(path)?),
+            Some(path) => Some(AuthFile::take_or_load(path)?),
             None => None,
         };
         Ok(Admin {
@@ -443,16 +446,14 @@ fn refusal(admin: &Admin) -> Response<Body> {
     r
 }
 
-/// HTTP/1.1 and `Connection: keep-alive` (see the module docs); HTTP/1.0's
-/// keep-alive is hyper's.
+/// Unless the request's `Connection` header has the `close` token (see the
+/// module docs). HTTP/1.0 without `keep-alive` is closed by hyper itself.
 fn wants_keep_alive(req: &Request<Incoming>) -> bool {
-    let asks = req
-        .headers()
+    !req.headers()
         .get_all(header::CONNECTION)
         .iter()
         .flat_map(|v| v.as_bytes().split(|&b| b == b','))
-        .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"keep-alive"));
-    asks || req.version() == Version::HTTP_10
+        .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"))
 }
 
 fn close(mut r: Response<Body>) -> Response<Body> {

@@ -258,12 +258,18 @@ impl RecordLayer {
 
     /// Open the record that is exactly `rec` (header included, as
     /// [`record_len`](Self::record_len) measured it) in place. TLS 1.3
-    /// padding is stripped and the real content type returned.
+    /// padding is stripped and the real content type returned. Bytes too
+    /// few to hold a header are `DecodeError`: the stream always measures
+    /// first, but the layer does not rely on its caller for memory safety.
     pub fn open(&self, rx: &mut Keys, rec: &mut [u8]) -> Result<Opened, Fatal> {
         if rx.seq >= SEQ_SOFT_LIMIT {
             return Err(Fatal::Exhausted);
         }
-        let header: [u8; HEADER] = rec[..HEADER].try_into().expect("a whole record");
+        if rec.len() < HEADER {
+            return Err(Fatal::DecodeError);
+        }
+        let mut header = [0u8; HEADER];
+        header.copy_from_slice(&rec[..HEADER]);
         let typ = header[0];
         let body_len = rec.len() - HEADER;
         let opened = match self.kind {
@@ -394,6 +400,21 @@ mod tests {
         let mut buf = vec![0u8; 64];
         let n = l.seal(&mut tx, 0, &mut buf, 0).unwrap();
         assert_eq!(l.open(&mut rx, &mut buf[..n]), Err(Fatal::UnexpectedMessage));
+    }
+
+    /// Fewer bytes than a header are refused, never a panic, whatever the
+    /// suite; the receiving keys do not move.
+    #[test]
+    fn open_refuses_less_than_a_header() {
+        for kind in [Kind::Tls13, Kind::Tls12Gcm, Kind::Tls12ChaCha] {
+            let l = layer(kind);
+            let mut rx = Keys::new(0, &secrets(kind)).unwrap();
+            for n in 0..HEADER {
+                let mut rec = [23u8, 3, 3, 0, 0][..n].to_vec();
+                assert_eq!(l.open(&mut rx, &mut rec), Err(Fatal::DecodeError), "{n} bytes");
+            }
+            assert_eq!(rx.seq(), 0);
+        }
     }
 
     #[test]

@@ -1,66 +1,12 @@
-//! What the store's loom models share: running a model over every
-//! interleaving loom finds (up to a preemption bound) and counting them, and
-//! running it with a deliberate flaw switched on to show that it fails.
-//!
-//! The bound is `LOOM_MAX_PREEMPTIONS` when set, else [`PREEMPTIONS`]; each
-//! model prints one line: how many interleavings it explored and how long
-//! that took, or after how many interleavings loom caught the flaw.
+//! The store's loom models' side of `larder_testkit::loom` (which explores a
+//! model and counts its interleavings, or shows that a deliberate flaw
+//! fails it): this crate's flaw switch plugged in.
 
 use larder_store::loom_model::{flaw, Flaw};
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-use std::sync::Arc;
-use std::time::Instant;
 
-/// Preemptions per interleaving when `LOOM_MAX_PREEMPTIONS` is not set.
-pub const PREEMPTIONS: usize = 3;
+pub use larder_testkit::loom::explore;
 
-fn builder() -> loom::model::Builder {
-    let mut b = loom::model::Builder::new();
-    if b.preemption_bound.is_none() {
-        b.preemption_bound = Some(PREEMPTIONS);
-    }
-    b
-}
-
-fn counted(f: impl Fn() + Sync + Send + 'static) -> (Arc<AtomicUsize>, impl Fn() + Sync + Send + 'static) {
-    let runs = Arc::new(AtomicUsize::new(0));
-    let r = runs.clone();
-    (runs, move || {
-        r.fetch_add(1, Relaxed);
-        f()
-    })
-}
-
-/// Checks `model` over every interleaving; prints and returns how many.
-pub fn explore(name: &str, model: impl Fn() + Sync + Send + 'static) -> usize {
-    let b = builder();
-    let bound = b.preemption_bound;
-    let (runs, f) = counted(model);
-    let start = Instant::now();
-    b.check(f);
-    let n = runs.load(Relaxed);
-    println!("loom {name}: {n} interleavings explored, preemption bound {bound:?}, {:.2?}", start.elapsed());
-    n
-}
-
-/// Checks `model` with `flaw` switched on, and fails unless loom reports
-/// an interleaving that breaks it with a panic whose message contains
-/// `expect` (so the model failed for the reason it exists, not another).
+/// `model` with `flaw` on must fail with a panic containing `expect`.
 pub fn catches(name: &str, flaw: Flaw, expect: &str, model: impl Fn() + Sync + Send + 'static) {
-    let b = builder();
-    let (runs, f) = counted(model);
-    let start = Instant::now();
-    let outcome = catch_unwind(AssertUnwindSafe(|| flaw::with(flaw, || b.check(f))));
-    let n = runs.load(Relaxed);
-    let Err(panic) = outcome else {
-        panic!("loom {name}: {flaw:?} NOT caught in {n} interleavings: the model checks nothing");
-    };
-    let msg = panic
-        .downcast_ref::<String>()
-        .map(String::as_str)
-        .or_else(|| panic.downcast_ref::<&str>().copied())
-        .unwrap_or("(no message)");
-    assert!(msg.contains(expect), "loom {name}: {flaw:?} failed the model, but not as expected ({expect:?}): {msg}");
-    println!("loom {name}: {flaw:?} caught at interleaving {n}, {:.2?}: {}", start.elapsed(), msg.lines().next().unwrap_or(""));
+    larder_testkit::loom::catches(name, flaw, expect, |f, check| flaw::with(f, check), model);
 }

@@ -1,0 +1,157 @@
+"""The cases of the larder-vs-memcached-1.6.38 differential suite (ref.py runs them).
+
+Each covers a protocol change between memcached 1.6.18 and 1.6.38 (read from
+memcached's doc/protocol.txt and its commit history), a case named in issue #27,
+or the 1.6.18 behaviour next to it. `xfail` names the gap when larder differs
+today: the pytest entry marks the case xfail(strict=True), so fixing the gap
+turns the case into an unexpected pass that must be unmarked here.
+
+Steps: (conn, bytes) ends with a `version` fence; (conn, bytes, "quiet") reads
+until silence (dumps, watchers). Connections are numbered from 0.
+"""
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Case:
+    name: str
+    steps: list
+    args: tuple = ()            # extra server flags, given to both servers
+    xfail: str = None           # why larder differs today (the #27 gap)
+    sort: bool = False          # compare quiet steps' lines as a sorted list
+    grep: bytes = None          # compare only reply lines matching this regex
+    keep_stats: tuple = ()      # STAT names whose values are compared too
+    pause_before: dict = field(default_factory=dict)  # payload -> seconds to sleep before it
+
+
+def s(*payloads):
+    """Steps on connection 0, each fenced."""
+    return [(0, p) for p in payloads]
+
+
+SET_K = b"set k 0 0 2\r\nab\r\n"
+ITEMS3 = b"set a 1 0 1\r\nA\r\nset b 2 0 2\r\nBB\r\nset c 3 0 3\r\nCCC\r\n"
+B64_CRLF = b"YQ0KYg=="   # base64 of b"a\r\nb": a key only the b flag can carry
+
+GAP_MGDUMP = "#27: lru_crawler mgdump (1.6.19) not implemented"
+GAP_WATCH_DEL = "#27: watch deletions (1.6.20) not implemented"
+GAP_MS_S = "#27: ms s flag (1.6.20: return the stored size) not implemented"
+GAP_MS_N = "#27: ms N in append/prepend mode (1.6.20: autovivify on miss) not implemented"
+GAP_X = "#27: the x flag (1.6.27: md drops the value; every meta command accepts it) not implemented"
+GAP_E0 = "#27 bug: ms k 1 E0 gives the item CAS 0, so cas k 0 0 1 0 then succeeds (memcached ignores E0)"
+GAP_CRAWL = "larder answers ERROR to lru_crawler crawl (memcached 1.6.18 and 1.6.38: OK)"
+GAP_FLAGS_SIZE = "#27: stats settings lacks client_flags_size (1.6.22)"
+GAP_ADMIN = "#27: memcached's slab/LRU tuning commands answer ERROR in larder"
+GAP_METADUMP = "#27 bug: metadump size= differs from me's, and lacks flags= (1.6.24)"
+GAP_MN_DUMP = "#27 bug: mn then metadump/watch on one connection answers ERROR (memcached: mn flushes)"
+GAP_INCR_MAX = "#27: incr of a stored 18446744073709551615 answers the 1.6.18 way"
+GAP_ME_EXP = "#27: me's exp= sign answers the 1.6.18 way (1.6.24 fixed exptime in the debug command)"
+GAP_X_STATS = "#27: -X does not refuse stats detail (1.6.37)"
+GAP_STATS_NAMES = "#27: stats lists slab_reassign_evictions_nomem, which 1.6.34 renamed slab_reassign_busy_nomem"
+GAP_SETTINGS_NAMES = ("stats settings lists 41 names, memcached 1.6.38 79: the slab, LRU and extstore settings "
+                      "(missing against 1.6.18 too) and 1.6.38's proxy_enabled, proxy_uring_enabled, client_flags_size")
+
+CASES = [
+    # ---- lru_crawler mgdump (1.6.19) -------------------------------------------------
+    Case("mgdump all", s(ITEMS3) + [(0, b"lru_crawler mgdump all\r\n", "quiet")], sort=True, xfail=GAP_MGDUMP),
+    Case("mgdump hash", s(ITEMS3) + [(0, b"lru_crawler mgdump hash\r\n", "quiet")], sort=True, xfail=GAP_MGDUMP),
+    Case("mgdump base64 key", s(b"ms " + B64_CRLF + b" 1 b\r\nx\r\n") +
+         [(0, b"lru_crawler mgdump all\r\n", "quiet")], sort=True, xfail=GAP_MGDUMP),
+    Case("mgdump bad class", [(0, b"lru_crawler mgdump 99999\r\n", "quiet")], xfail=GAP_MGDUMP),
+    # ---- watch deletions (1.6.20) -----------------------------------------------------
+    Case("watch deletions: delete and md", [(1, b"watch deletions\r\n", "quiet")] +
+         s(SET_K, b"delete k\r\n", b"delete k\r\n", SET_K, b"md k\r\n", b"md k q\r\n") +
+         [(1, b"", "quiet")], xfail=GAP_WATCH_DEL),
+    Case("watch deletions and mutations", [(1, b"watch deletions mutations\r\n", "quiet")] +
+         s(SET_K, b"delete k\r\n") + [(1, b"", "quiet")], xfail=GAP_WATCH_DEL),
+    Case("watch mutations (1.6.18 behaviour)", [(1, b"watch mutations\r\n", "quiet")] +
+         s(SET_K, b"ms m 1 T0\r\nz\r\n") + [(1, b"", "quiet")]),
+    # ---- ms s, ms N in append mode (1.6.20) -------------------------------------------
+    Case("ms MA s", s(SET_K, b"ms k 2 MA s\r\ncd\r\n", b"mg k v\r\n"), xfail=GAP_MS_S),
+    Case("ms s on set", s(b"ms k 3 s\r\nabc\r\n"), xfail=GAP_MS_S),
+    Case("ms c with s", s(b"ms k 3 c s\r\nabc\r\n", b"mg k c s\r\n"), xfail=GAP_MS_S),
+    Case("ms MA N autovivify", s(b"ms k 2 MA N30\r\nxy\r\n", b"mg k v t\r\n"), xfail=GAP_MS_N),
+    Case("ms MP N autovivify", s(b"ms k 2 MP N0\r\nxy\r\n", b"ms k 1 MP N0\r\nw\r\n", b"mg k v\r\n"),
+         xfail=GAP_MS_N),
+    Case("ms MA without N on a miss", s(b"ms k 2 MA\r\nxy\r\n", b"mg k v\r\n")),
+    # ---- x flag (1.6.27) ---------------------------------------------------------------
+    Case("md x keeps the item", s(b"ms k 3 F7\r\nabc\r\n", b"md k x\r\n", b"mg k v f s\r\n"), xfail=GAP_X),
+    Case("md I x tombstone", s(b"ms k 3\r\nabc\r\n", b"md k I x\r\n", b"mg k v\r\n"), xfail=GAP_X),
+    Case("md x on a miss", s(b"md k x\r\n"), xfail=GAP_X),
+    Case("mg x", s(SET_K, b"mg k v x\r\n"), xfail=GAP_X),
+    Case("ms x", s(b"ms k 2 x\r\nab\r\n", b"mg k v\r\n"), xfail=GAP_X),
+    Case("ma x", s(b"set k 0 0 1\r\n5\r\n", b"ma k x\r\n", b"mg k v\r\n"), xfail=GAP_X),
+    Case("md x E", s(b"ms k 3\r\nabc\r\n", b"md k x E888\r\n", b"mg k c v\r\n"), xfail=GAP_X),
+    Case("md x q", s(SET_K, b"md k x q\r\nmn\r\n", b"mg k v\r\n"), xfail=GAP_X),
+    # ---- E flag (1.6.27) ---------------------------------------------------------------
+    Case("ms E sets the CAS", s(b"ms k 1 E12345 c\r\nx\r\n", b"mg k c\r\n", b"gets k\r\n")),
+    Case("ms E0 then cas 0", s(b"ms k 1 E0\r\nx\r\n", b"cas k 0 0 1 0\r\ny\r\n", b"get k\r\n"), xfail=GAP_E0),
+    Case("md I E", s(b"ms k 1\r\nx\r\n", b"md k I E777\r\n", b"mg k c v\r\n")),
+    Case("ma E", s(b"set k 0 0 1\r\n1\r\n", b"ma k E4242 c v\r\n", b"gets k\r\n")),
+    Case("mg E on a hit changes nothing", s(b"ms k 1 E5\r\nx\r\n", b"mg k E6 c\r\n", b"mg k c\r\n")),
+    Case("mg N E autovivify", s(b"mg k N30 E999 c\r\n", b"mg k c\r\n")),
+    # ---- ma, mg flags documented since 1.6.18 ------------------------------------------
+    Case("ma O k", s(b"set k 0 0 1\r\n1\r\n", b"ma k O55 k v\r\n", b"ma missing O56 k q\r\nmn\r\n")),
+    Case("ma N autovivify J", s(b"ma k N0 J7 v\r\n", b"ma k v\r\n", b"ma k MD D100 v\r\n")),
+    Case("mg R recache", s(b"ms k 1 T100\r\nx\r\n", b"mg k R200 v c\r\n", b"mg k R10 v c\r\n")),
+    Case("mg h l t", s(b"ms k 1 T0\r\nx\r\n", b"mg k h l t\r\n", b"mg k h l t\r\n")),
+    # ---- stats (1.6.22, 1.6.25, 1.6.34, 1.6.37) --------------------------------------------------------
+    Case("stats settings client_flags_size", s(b"stats settings\r\n"), grep=rb"client_flags_size",
+         keep_stats=("client_flags_size",), xfail=GAP_FLAGS_SIZE),
+    Case("stats settings names", s(b"stats settings\r\n"), xfail=GAP_SETTINGS_NAMES),
+    Case("stats names", s(b"stats\r\n"), xfail=GAP_STATS_NAMES),
+    Case("stats sizes_enable removed", s(b"stats sizes_enable\r\n", b"stats sizes_disable\r\n")),
+    Case("stats sizes", s(SET_K, b"stats sizes\r\n")),
+    Case("-X refuses stats detail", s(b"stats detail on\r\n", b"stats detail dump\r\n"), args=("-X",),
+         xfail=GAP_X_STATS),
+    # ---- incr/decr ---------------------------------------------------------------------
+    Case("incr of 18446744073709551615", s(b"set k 0 0 20\r\n18446744073709551615\r\n", b"incr k 1\r\n",
+                                          b"get k\r\n")),
+    Case("incr of 18446744073709551615 -", s(b"set k 0 0 22\r\n18446744073709551615 -\r\n", b"incr k 1\r\n",
+                                            b"get k\r\n"), xfail=GAP_INCR_MAX),
+    Case("incr wraps 18446744073709551614 by 2", s(b"set k 0 0 20\r\n18446744073709551614\r\n",
+                                                  b"incr k 2\r\n")),
+    Case("decr below zero", s(b"set k 0 0 1\r\n3\r\n", b"decr k 5\r\n", b"ma k MD D1 v\r\n")),
+    Case("incr non-numeric", s(SET_K, b"incr k 1\r\n", b"ma k\r\n")),
+    # ---- me ------------------------------------------------------------------------------
+    Case("me exp sign: no exptime", s(b"set k 0 0 1\r\nx\r\n", b"me k\r\n")),
+    Case("me exp sign: exptime 100", s(b"set k 0 100 1\r\nx\r\n", b"me k\r\n"), xfail=GAP_ME_EXP),
+    Case("me exp sign: touched", s(b"set k 0 0 1\r\nx\r\n", b"touch k 1000\r\n", b"me k\r\n"), xfail=GAP_ME_EXP),
+    Case("me base64 key b", s(b"ms " + B64_CRLF + b" 1 b\r\nx\r\n", b"me " + B64_CRLF + b" b\r\n")),
+    Case("me miss", s(b"me nope\r\n")),
+    # ---- metadump ------------------------------------------------------------------------
+    Case("metadump size= and flags=", s(b"set k 5 0 3\r\nabc\r\n", b"me k\r\n") +
+         [(0, b"lru_crawler metadump all\r\n", "quiet")], xfail=GAP_METADUMP),
+    Case("metadump hash", s(b"set k 5 0 3\r\nabc\r\n") + [(0, b"lru_crawler metadump hash\r\n", "quiet")],
+         xfail=GAP_METADUMP),
+    Case("mn then metadump", s(SET_K) + [(0, b"mn\r\nlru_crawler metadump all\r\n", "quiet")], xfail=GAP_MN_DUMP),
+    Case("mn then watch", [(0, b"mn\r\nwatch mutations\r\n", "quiet")] + [(1, SET_K)] + [(0, b"", "quiet")],
+         xfail=GAP_MN_DUMP),
+    # ---- slab / LRU tuning commands ------------------------------------------------------
+    Case("slabs automove 0 1 2", s(b"slabs automove 0\r\n", b"slabs automove 1\r\n", b"slabs automove 2\r\n"),
+         xfail=GAP_ADMIN),
+    Case("slabs automove 3", s(b"slabs automove 3\r\n")),
+    Case("lru mode", s(b"lru mode flat\r\n", b"lru mode segmented\r\n", b"lru mode other\r\n"), xfail=GAP_ADMIN),
+    Case("lru temp_ttl", s(b"lru temp_ttl 10\r\n", b"lru temp_ttl -1\r\n"), xfail=GAP_ADMIN),
+    Case("lru tune", s(b"lru tune 10 25 0.1 2\r\n"), xfail=GAP_ADMIN),
+    Case("lru_crawler sleep", s(b"lru_crawler sleep 100\r\n", b"lru_crawler sleep 2000000\r\n"), xfail=GAP_ADMIN),
+    Case("lru_crawler tocrawl", s(b"lru_crawler tocrawl 10\r\n", b"lru_crawler tocrawl x\r\n"), xfail=GAP_ADMIN),
+    Case("lru_crawler crawl all", s(b"lru_crawler crawl all\r\n"), xfail=GAP_CRAWL),
+    # ---- delete --------------------------------------------------------------------------
+    Case("delete with extra tokens", s(SET_K, b"delete k 0\r\n", SET_K, b"delete k noreplY\r\n",
+                                       b"delete k 0 noreply\r\n", b"get k\r\n")),
+    Case("delete k x y z", s(SET_K, b"delete k x y z\r\n", b"get k\r\n")),
+    # ---- other 1.6.19-1.6.38 changes -------------------------------------------------------
+    Case("bare get", s(b"get\r\n", b"gets\r\n")),
+    Case("flush_all then gets", s(SET_K, b"flush_all\r\n", SET_K, b"gets k\r\n")),
+    Case("ms base64 key then mg k", s(b"ms " + B64_CRLF + b" 1 b\r\nx\r\n", b"mg " + B64_CRLF + b" b k v\r\n")),
+    Case("ms invalid mode", s(b"ms k 1 MZ\r\nx\r\n")),
+    Case("ms I invalidate", s(b"ms k 1\r\nx\r\n", b"md k I T30\r\n", b"mg k v c\r\n", b"ms k 1 I\r\ny\r\n",
+                              b"mg k v\r\n")),
+    Case("mg q k O miss then mn", s(b"mg nope q k O9 v\r\nmn\r\n")),
+    Case("large client flags", s(b"set k 4294967295 0 1\r\nx\r\n", b"set k 4294967296 0 1\r\nx\r\n",
+                                 b"mg k f\r\n")),
+    Case("verbosity", s(b"verbosity 1\r\n", b"verbosity\r\n")),
+    Case("cache_memlimit", s(b"cache_memlimit 100\r\n", b"cache_memlimit 0\r\n")),
+]
