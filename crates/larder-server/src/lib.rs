@@ -63,6 +63,7 @@ pub mod exec;
 pub mod net;
 pub mod state;
 pub mod trace;
+pub mod track;
 pub mod wire;
 
 pub use state::config::{help_text, parse_args, Command, Settings};

@@ -1,5 +1,6 @@
 //! larder-server's modules import each other only downwards, in the order
-//! its crate docs give (admin → conn → wire → exec → state → trace → net),
+//! its crate docs give (admin → conn → wire → exec → state → trace → net,
+//! with `track`, the near-cache invalidation tracker, between state and trace),
 //! so the import graph has no cycles.
 //!
 //! Read from the source: every `crate::<module>` path outside comments in a
@@ -12,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 /// Top to bottom. `main`/`lib` may use everything; `alloc_count` (the
 /// allocation counter of `--features alloc-count`) is a leaf anyone may read.
-const LAYERS: [&str; 7] = ["admin", "conn", "wire", "exec", "state", "trace", "net"];
+const LAYERS: [&str; 8] = ["admin", "conn", "wire", "exec", "state", "track", "trace", "net"];
 const LEAVES: [&str; 1] = ["alloc_count"];
 const ROOTS: [&str; 2] = ["main", "lib"];
 
