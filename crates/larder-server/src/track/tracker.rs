@@ -248,12 +248,18 @@ impl Tracker {
             if !late {
                 gen.fetch_add(1, Release);
             }
-            let removed = self.shard(Self::shard_of(hash)).with(|s| s.remove(hash, key));
+            // The IVs are queued before the shard lock is let go: a second
+            // write of the key that finds the entry gone must not be
+            // acknowledged before the first write's IV is queued (the
+            // client would read its stream after that acknowledgement and
+            // still hold the old value).
+            let mut shard = self.shard(Self::shard_of(hash));
+            if let Some(e) = shard.with(|s| s.remove(hash, key)) {
+                self.send_iv(key, e.sids.iter(), origin);
+            }
+            drop(shard);
             if late {
                 gen.fetch_add(1, Release);
-            }
-            if let Some(e) = removed {
-                self.send_iv(key, e.sids.iter(), origin);
             }
         }
         if self.bcast_n.load(Relaxed) > 0 {
@@ -267,22 +273,32 @@ impl Tracker {
         self.run_purges();
     }
 
-    /// `flush_all`: every tracking entry goes and every subscriber gets
-    /// `IA`. Without subscribers: one relaxed load.
-    #[inline]
+    /// `flush_all`: every subscriber gets `IA` and every tracking entry
+    /// goes. Without subscribers: one relaxed load.
+    ///
+    /// All shard locks are held (taken in index order, the only place that
+    /// holds more than one) while `IA` is queued and the table cleared, so
+    /// that no write can find an entry gone and be acknowledged before `IA`
+    /// is queued, and no registration made after `IA` is queued (which the
+    /// client may have read already) is cleared.
     pub fn invalidate_all(&self) {
         if self.active.load(Relaxed) == 0 {
             return;
         }
         self.slow();
-        for i in 0..SHARDS {
-            self.shard(i).with(|s| s.clear());
+        let mut shards: [Option<ShardGuard<'_>>; SHARDS] = std::array::from_fn(|_| None);
+        for (i, g) in shards.iter_mut().enumerate() {
+            *g = Some(self.shard(i));
         }
         let subs = self.subs.read().unwrap_or_else(|e| e.into_inner());
         for sub in subs.values() {
             self.push(sub, &self.counters.flushes, Queue::push_ia);
         }
         drop(subs);
+        for g in shards.iter_mut().flatten() {
+            g.with(|s| s.clear());
+        }
+        drop(shards);
         self.run_purges();
     }
 
