@@ -8,6 +8,7 @@ use super::stats::{self, Counters, TrackStats};
 use super::subscriber::{Attachment, Mode, Sub, Subscriber, Wake};
 use super::sync::{lock, AtomicU32, AtomicU64, AtomicUsize, Mutex, RwLock};
 use super::table::{Registered, Shard};
+#[cfg(not(larder_loom))]
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
 use std::hash::BuildHasher;
@@ -24,6 +25,14 @@ pub const SHARDS: usize = 2;
 const GENS: usize = 4096;
 #[cfg(larder_loom)]
 const GENS: usize = 2;
+
+/// The keyed hash of keys (std's SipHash with random keys: a client
+/// cannot choose keys that share a chain or a shard). Under loom a fixed
+/// key: a model must take the same path each time it is run.
+#[cfg(not(larder_loom))]
+type KeyHasher = RandomState;
+#[cfg(larder_loom)]
+type KeyHasher = std::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
 
 /// What a read saw before its store lookup: hand it back to
 /// [`Tracker::register_read`] after the lookup hit.
@@ -48,11 +57,11 @@ pub struct Tracker {
     tracking: AtomicUsize,
     /// Of those, broadcast-mode.
     bcast_n: AtomicUsize,
-    subs: RwLock<HashMap<u64, Arc<Sub>>>,
+    subs: RwLock<HashMap<u64, Arc<Sub>, KeyHasher>>,
     bcast: RwLock<Vec<Arc<Sub>>>,
     shards: Box<[Mutex<Shard>]>,
     gens: Box<[AtomicU32]>,
-    hasher: RandomState,
+    hasher: KeyHasher,
     next_sid: AtomicU64,
     /// Subscribers whose overflow waits for its table entries to go.
     purges: AtomicUsize,
@@ -71,11 +80,11 @@ impl Tracker {
             active: AtomicUsize::new(0),
             tracking: AtomicUsize::new(0),
             bcast_n: AtomicUsize::new(0),
-            subs: RwLock::new(HashMap::new()),
+            subs: RwLock::new(HashMap::with_hasher(KeyHasher::default())),
             bcast: RwLock::new(Vec::new()),
             shards: (0..SHARDS).map(|_| Mutex::new(Shard::new(per_shard))).collect(),
             gens: (0..GENS).map(|_| AtomicU32::new(0)).collect(),
-            hasher: RandomState::new(),
+            hasher: KeyHasher::default(),
             next_sid: AtomicU64::new(0),
             purges: AtomicUsize::new(0),
             limits,
