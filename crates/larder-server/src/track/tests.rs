@@ -195,7 +195,7 @@ fn oldest_registrations_leave_first() {
     };
     for k in evicted {
         let sh = shard_of(k);
-        assert!(last[sh].map_or(true, |p| p < k), "shard {sh}: key {k} evicted after a younger one");
+        assert!(last[sh].is_none_or(|p| p < k), "shard {sh}: key {k} evicted after a younger one");
         last[sh] = Some(k);
     }
 }
