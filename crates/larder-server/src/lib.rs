@@ -37,6 +37,8 @@
 //! * `auth/`: `-Y`'s credentials, `-S`'s Cyrus library and SASL commands,
 //!   a connection's authentication state.
 //! * `config/`: memcached's flags, TLS settings.
+//! * `track/`: near-cache invalidation: the tracking table and subscribers'
+//!   push queues (docs/near-cache.md).
 //! * `stampede/`: grace mode and coalesced cold misses.
 //! * `connmem/`: connection memory: the budget, kept buffers, the output.
 //! * `counters`: the request counters behind `stats`.
@@ -78,6 +80,7 @@ pub mod stampede;
 pub mod state;
 pub mod sync;
 pub mod trace;
+pub mod track;
 pub mod wire;
 
 pub use config::{help_text, parse_args, Command, Settings};

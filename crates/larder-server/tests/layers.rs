@@ -1,6 +1,6 @@
 //! larder-server's modules import each other only downwards, in the order
 //! its crate docs give (admin → conn → wire → exec → state → restart →
-//! auth → config → stampede → connmem → counters → trace → net),
+//! auth → config → track → stampede → connmem → counters → trace → net),
 //! so the import graph has no cycles.
 //!
 //! Read from the source: every `crate::<module>` path outside comments in a
@@ -12,8 +12,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Top to bottom. `main`/`lib` may use everything.
-const LAYERS: [&str; 13] =
-    ["admin", "conn", "wire", "exec", "state", "restart", "auth", "config", "stampede", "connmem", "counters", "trace", "net"];
+const LAYERS: [&str; 14] = [
+    "admin", "conn", "wire", "exec", "state", "restart", "auth", "config", "track", "stampede", "connmem", "counters", "trace", "net",
+];
 /// `sync` (std or loom atomics and locks) and `alloc_count` (the allocation
 /// counter of `--features alloc-count`) are leaves anyone may use.
 const LEAVES: [&str; 2] = ["alloc_count", "sync"];

@@ -1,0 +1,70 @@
+//! The synchronization types of the tracker, behind one door so that a
+//! `--cfg larder_loom` build swaps in loom's model types (the model is
+//! `tests/loom_track.rs`, run by `scripts/loom`).
+//!
+//! Why not `state::sync`: the server aggregate (`state`) will own the
+//! tracker, so `track` sits below `state` in the layer order and may not
+//! import from it. This is the same few re-exports, plus the tracker's own
+//! deliberate flaws for the model to catch.
+
+#[cfg(not(larder_loom))]
+pub use std::sync::{
+    atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize},
+    Mutex, MutexGuard, RwLock,
+};
+
+#[cfg(larder_loom)]
+pub use loom::sync::{
+    atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize},
+    Mutex, MutexGuard, RwLock,
+};
+
+/// Lock, recovering from poisoning: a panicking request never leaves the
+/// table half-edited in a way later calls rely on (every edit keeps the
+/// table's own invariants before it can panic), and the crate's failure
+/// policy ends only the connection that panicked.
+#[inline]
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Deliberate bugs the loom model must catch (`--cfg larder_loom` only),
+/// switched on for the current thread (loom runs a model's threads on the
+/// thread that called it).
+#[cfg(larder_loom)]
+pub mod flaw {
+    use std::cell::Cell;
+
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Flaw {
+        /// A read registers without comparing the key's write generation
+        /// with the one it saw before its lookup.
+        RegisterIgnoresGeneration,
+        /// A write bumps the key's generation after looking the key up in
+        /// the table instead of before.
+        BumpAfterLookup,
+    }
+
+    thread_local! {
+        static ON: Cell<Option<Flaw>> = const { Cell::new(None) };
+    }
+
+    /// Whether `f` is switched on.
+    pub fn on(f: Flaw) -> bool {
+        ON.with(|c| c.get() == Some(f))
+    }
+
+    /// Runs `body` with `f` switched on (off again afterwards, even if
+    /// `body` panics).
+    pub fn with<R>(f: Flaw, body: impl FnOnce() -> R) -> R {
+        struct Off;
+        impl Drop for Off {
+            fn drop(&mut self) {
+                ON.with(|c| c.set(None));
+            }
+        }
+        ON.with(|c| c.set(Some(f)));
+        let _off = Off;
+        body()
+    }
+}
