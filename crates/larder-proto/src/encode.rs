@@ -53,6 +53,7 @@ pub fn admin_name(command: AdminCommand) -> &'static [u8] {
         AdminCommand::Watch => b"watch",
         AdminCommand::Extstore => b"extstore",
         AdminCommand::RefreshCerts => b"refresh_certs",
+        AdminCommand::Track => b"track",
     }
 }
 

@@ -22,6 +22,7 @@ pub mod block;
 pub mod meta;
 pub mod reply;
 pub mod text;
+pub mod track;
 
 #[doc(hidden)]
 pub mod encode;

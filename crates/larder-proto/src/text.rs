@@ -112,6 +112,9 @@ pub enum AdminCommand {
     /// `refresh_certs [noreply]` (memcached without TLS on answers
     /// `Error TLS not enabled`).
     RefreshCerts,
+    /// larder's near-cache invalidation: `track stream|attach|detach ...`
+    /// (not memcached's; see [`crate::track`]).
+    Track,
 }
 
 use crate::block::{self, Block, Input, Shape};
@@ -539,6 +542,7 @@ fn command<'a>(t: &Tokens<'a>, input: Input<'a>, consumed: usize, limits: &Limit
         b"watch" => admin(t, line, AdminCommand::Watch, 1),
         b"extstore" => admin(t, line, AdminCommand::Extstore, 2),
         b"refresh_certs" => admin(t, line, AdminCommand::RefreshCerts, 1),
+        b"track" => admin(t, line, AdminCommand::Track, 2),
         b"mg" | b"ms" | b"md" | b"ma" | b"mn" | b"me" => {
             crate::meta::parse(t.get(0), t.line, t.len, input, consumed, limits)
         }

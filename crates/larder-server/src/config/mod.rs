@@ -76,6 +76,9 @@ pub struct Settings {
     /// Coalesced cold misses (`-o coalesce=`, `coalesce_max_key=`,
     /// `coalesce_max=`), for the keys grace covers.
     pub coalesce: crate::stampede::coalesce::CoalesceConfig,
+    /// Near-cache invalidation's bounds (`-o track_table_mb=`,
+    /// `track_stream_kb=`; docs/near-cache.md).
+    pub track: crate::track::limits::Limits,
     /// Observability (`-o prefix_stats_max=`, `bigkeys=`, `hotkeys_window=`,
     /// `hotkeys_sample=`, `observe=off`).
     pub observe: ObserveSettings,
@@ -233,6 +236,7 @@ impl Default for Settings {
             prefix_delimiter: b':',
             detail_enabled: false,
             idle_timeout: 0,
+            track: crate::track::limits::Limits::default(),
             read_buf_mem_limit: 0,
             relaxed_privileges: false,
             debug_time: false,
@@ -573,6 +577,12 @@ fn parse_extended<'a>(list: &'a str, s: &mut Settings) -> Result<(), UsageError>
             continue;
         }
         match name {
+            "track_table_mb" => {
+                s.track.table_bytes = crate::track::limits::parse_table_mb(need(value)?).map_err(UsageError)?;
+            }
+            "track_stream_kb" => {
+                s.track.stream_bytes = crate::track::limits::parse_stream_kb(need(value)?).map_err(UsageError)?;
+            }
             "idle_timeout" => {
                 let v = need(value)?;
                 s.idle_timeout =

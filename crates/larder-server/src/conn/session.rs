@@ -48,6 +48,7 @@ use crate::connmem::shelf::BufKind;
 use crate::counters::{bump, WorkerStats};
 use crate::trace::watch::{CloseReason, Reserved};
 use crate::trace::WorkerTrace;
+use crate::conn::worker::{Inbox, SessionWake};
 use crate::wire::{Conversation, Step};
 use larder_proto::block::Input;
 use larder_store::{Landing, Time};
@@ -66,6 +67,9 @@ const SHRINK_ABOVE: usize = BUF_SIZE;
 /// plus one reply: a copied value (up to a segment's size; the budget pays
 /// for it) or a pinned large object (whose bytes `-m` already counts).
 pub const WRITE_HIGH_WATER: usize = 64 * 1024;
+/// Unprocessed input a near-cache stream may hold before the session stops
+/// reading it (it may only send `mn` and `quit`).
+const STREAM_INPUT_HELD: usize = 4096;
 /// Bytes read per wake-up before yielding to other connections.
 const READ_BUDGET: usize = 1024 * 1024;
 /// Most bytes asked of one read. A large value arrives in many reads of
@@ -138,6 +142,9 @@ pub struct Session {
     /// The value of the request at the front, when it is received into the
     /// store's buffer instead of `rbuf` (see the module docs).
     landing: Option<Landing>,
+    /// How its worker is told to run it (its inbox and token): given to a
+    /// near-cache subscriber's waker if the connection subscribes.
+    wake: Option<(Arc<Inbox>, usize)>,
 }
 
 /// A session's input charge to the connection budget, given back however
@@ -212,7 +219,14 @@ impl Session {
             watch: None,
             ticket: None,
             landing: None,
+            wake: None,
         }
+    }
+
+    /// How the worker runs this session when a subscriber it becomes has
+    /// pushes (the session's worker inbox and token).
+    pub fn set_wake(&mut self, inbox: Arc<Inbox>, token: usize) {
+        self.wake = Some((inbox, token));
     }
 
     pub fn stream_mut(&mut self) -> &mut Stream {
@@ -255,7 +269,7 @@ impl Session {
 
     /// Whether the connection sits between requests (idle-timeout eligible).
     pub fn is_idle(&self) -> bool {
-        self.rstart == self.rend && self.out.unsent(self.wstart) == 0 && self.swallow == 0 && !self.talk.resuming() && self.ticket.is_none()
+        self.rstart == self.rend && self.out.unsent(self.wstart) == 0 && self.swallow == 0 && !self.talk.resuming() && self.ticket.is_none() && !self.talk.is_stream()
     }
 
     /// Handle a readiness event (or a scheduled re-run).
@@ -398,6 +412,11 @@ impl Session {
         // -R: requests per wake-up before yielding to other connections.
         let mut allowance = srv.settings.reqs_per_event;
         loop {
+            if self.talk.is_stream() {
+                // A subscriber's pushes, as far as the output bound allows.
+                let room = WRITE_HIGH_WATER.saturating_sub(self.pending_output());
+                self.talk.pull_pushes(&mut self.out.buf, room);
+            }
             if let Some(status) = self.write_first(ws) {
                 return status;
             }
@@ -408,6 +427,11 @@ impl Session {
                     Some(Flow::Again) => continue,
                     None => {}
                 }
+            }
+            if self.talk.is_stream() && self.rend - self.rstart >= STREAM_INPUT_HELD {
+                // A subscriber that sends faster than it reads: its input
+                // waits (TCP pushes back) until its pushes have gone out.
+                return self.rest(ws, budget);
             }
             match self.read_more(ws, now, budget, &mut reading) {
                 Flow::Return(status) => return status,
@@ -711,6 +735,17 @@ impl Session {
             Step::Close => {
                 self.closing = true;
                 false
+            }
+            Step::Subscribe { consumed, mode } => {
+                *allowance -= 1;
+                self.served += 1;
+                self.rstart += consumed;
+                let waker = self.wake.as_ref().map(|(inbox, token)| {
+                    Arc::new(SessionWake::new(inbox.clone(), *token)) as Arc<dyn crate::track::subscriber::Wake>
+                });
+                let sub = srv.track.subscribe(mode, waker);
+                self.talk.become_stream(sub, &mut self.out.buf);
+                true
             }
         }
     }

@@ -42,10 +42,33 @@ pub struct NewConn {
     pub info: Arc<ConnInfo>,
 }
 
-/// How the acceptor hands connections to a worker.
+/// How the acceptor hands connections to a worker, and how near-cache
+/// subscribers' pushes get their stream sessions run.
 pub struct Inbox {
     queue: Mutex<Vec<NewConn>>,
+    /// Sessions (tokens) whose subscriber has pushes to send.
+    ready: Mutex<Vec<usize>>,
     waker: Arc<Waker>,
+}
+
+/// Wakes a worker for one of its sessions: a near-cache subscriber's
+/// stream with pushes queued (`crate::track`). Made once per subscription.
+pub struct SessionWake {
+    inbox: Arc<Inbox>,
+    token: usize,
+}
+
+impl SessionWake {
+    pub fn new(inbox: Arc<Inbox>, token: usize) -> SessionWake {
+        SessionWake { inbox, token }
+    }
+}
+
+impl crate::track::subscriber::Wake for SessionWake {
+    fn wake(&self) {
+        self.inbox.ready.lock().unwrap_or_else(|e| e.into_inner()).push(self.token);
+        let _ = self.inbox.waker.wake();
+    }
 }
 
 impl Inbox {
@@ -90,7 +113,7 @@ impl Worker {
     pub fn new(id: usize, srv: Arc<Server>, udp_sockets: Vec<UdpSocket>) -> std::io::Result<(Worker, Arc<Inbox>)> {
         let poll = Poll::new()?;
         let waker = Waker::new(poll.registry(), WAKER)?;
-        let inbox = Arc::new(Inbox { queue: Mutex::new(Vec::new()), waker: Arc::new(waker) });
+        let inbox = Arc::new(Inbox { queue: Mutex::new(Vec::new()), ready: Mutex::new(Vec::new()), waker: Arc::new(waker) });
         let mut udp = Vec::new();
         for (i, mut sock) in udp_sockets.into_iter().enumerate() {
             poll.registry().register(&mut sock, Token(UDP_BASE + i), Interest::READABLE)?;
@@ -172,6 +195,7 @@ impl Worker {
             let token = event.token();
             if token == WAKER {
                 self.adopt_new(now, again);
+                self.run_ready(now, again);
             } else if token.0 >= UDP_BASE {
                 if let Some(h) = self.udp.get_mut(token.0 - UDP_BASE) {
                     // A panic on one datagram loses that datagram's
@@ -188,6 +212,15 @@ impl Worker {
                 let hangup = event.is_read_closed() || event.is_error();
                 self.run_session(token, now, again, hangup);
             }
+        }
+    }
+
+    /// Run the stream sessions whose subscribers have pushes to send (a
+    /// token whose session has gone, or was reused, gets a harmless run).
+    fn run_ready(&mut self, now: u32, again: &mut Vec<Token>) {
+        let ready = std::mem::take(&mut *self.inbox.ready.lock().unwrap_or_else(|e| e.into_inner()));
+        for token in ready {
+            self.run_session(Token(token), now, again, false);
         }
     }
 
@@ -208,6 +241,7 @@ impl Worker {
         srv.store.reporting(d).reclaim_expired(horizon, self.id, srv.settings.threads);
         if self.id == 0 {
             srv.observer.maintain();
+            srv.track_due_flush(now);
         }
     }
 
@@ -286,6 +320,7 @@ impl Worker {
                 self.free.push(slot);
                 continue;
             }
+            session.set_wake(self.inbox.clone(), slot);
             self.trace.log.conn_new(session.info.fd, &session.info.addr);
             self.sessions[slot] = Some(session);
             if let Some(w) = self.writable.get_mut(slot) {

@@ -69,6 +69,7 @@ pub fn arith(cx: &mut Ctx<'_>, a: &Arith<'_>) -> Counted {
                 cx.store().touch(a.key, now, t);
             }
             srv.note_write(a.key);
+            cx.track_changed(a.key);
             Counted::Value { value, cas: cx.visible_cas(cas), exptime_before: exptime, exptime_after: after }
         }
         ArithOutcome::NotFound => {
@@ -100,6 +101,7 @@ fn create(cx: &mut Ctx<'_>, a: &Arith<'_>, initial: u64, exptime: Time) -> Count
         StoreResult::Stored(cas) => {
             cx.obs.stored(a.key, charge, now, exptime);
             srv.note_write(a.key);
+            cx.track_changed(a.key);
             Counted::Created { value: initial, cas: cx.visible_cas(cas), exptime }
         }
         StoreResult::OutOfMemory => Counted::CreateOutOfMemory,

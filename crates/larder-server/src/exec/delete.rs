@@ -34,6 +34,9 @@ pub fn delete(cx: &mut Ctx<'_>, key: &[u8], cas: Option<u64>, invalidate: Option
         cx.store().delete_charged(key, now, cas)
     };
     let deleted = outcome == DeleteOutcome::Deleted;
+    if deleted {
+        cx.track_changed(key);
+    }
     if invalidate.is_some() && deleted {
         cx.obs.resized(key, charge);
     }

@@ -45,6 +45,8 @@ use crate::trace::WorkerTrace;
 use crate::state::server::Server;
 use crate::counters::WorkerStats;
 use crate::stampede::coalesce::Ticket;
+use crate::track::subscriber::Attachment;
+use crate::track::tracker::ReadSnap;
 use larder_store::{Landing, Reporting, Time};
 
 /// Everything a command runs with: the server, the calling worker's
@@ -64,6 +66,10 @@ pub struct Ctx<'a> {
     /// The request's value, if it was received into the store's buffer
     /// (`conn::session`): a write adopts it instead of copying.
     pub landed: Option<&'a Landing>,
+    /// The connection's near-cache attachment (`track attach`), lent by its
+    /// conversation for the request: reads register, writes name it as
+    /// their origin (noloop).
+    pub track: Option<Attachment>,
 }
 
 /// Whether a plain read that misses may wait for another client's refill
@@ -84,7 +90,7 @@ impl<'a> Ctx<'a> {
     /// `ws` and `tr`.
     pub fn new(srv: &'a Server, ws: &'a WorkerStats, tr: &'a mut WorkerTrace, fd: i32, now: Time) -> Ctx<'a> {
         let WorkerTrace { obs, log } = tr;
-        Ctx { srv, ws, obs, log, fd, now, parking: Parking::Never, ticket: None, landed: None }
+        Ctx { srv, ws, obs, log, fd, now, parking: Parking::Never, ticket: None, landed: None, track: None }
     }
 
     /// The store, reporting what leaves it during the call (evictions,
@@ -110,6 +116,30 @@ impl<'a> Ctx<'a> {
     pub fn landed(mut self, landing: Option<&'a Landing>) -> Ctx<'a> {
         self.landed = landing;
         self
+    }
+
+    /// Before a read's store lookup: what near-cache tracking needs to
+    /// register a hit (only on a connection whose reads register).
+    #[inline]
+    pub fn track_before(&self, key: &[u8]) -> Option<ReadSnap> {
+        self.track.as_ref().filter(|a| a.registers()).map(|_| self.srv.track.before_read(key))
+    }
+
+    /// After a read hit, before its reply goes out: the key is tracked for
+    /// this connection's subscriber.
+    #[inline]
+    pub fn track_hit(&self, snap: Option<ReadSnap>, key: &[u8]) {
+        if let (Some(att), Some(snap)) = (&self.track, snap) {
+            self.srv.track.register_read(att, snap, key);
+        }
+    }
+
+    /// After a change of `key`'s value or lifetime, before the writer's
+    /// reply: near caches that hold it are told (one relaxed load when no
+    /// one subscribed).
+    #[inline]
+    pub fn track_changed(&self, key: &[u8]) {
+        self.srv.track.invalidate(key, self.track.as_ref().and_then(|a| a.origin()));
     }
 
     /// The CAS a client may see: 0 under `-C` ([`cas_shown`]).

@@ -54,6 +54,7 @@ pub fn read(cx: &mut Ctx<'_>, key: &[u8], touch: Option<Time>, encode: impl FnOn
         _ => None,
     };
     let seen = conn.map(|conn| (conn, srv.coalescer.before_lookup(key)));
+    let snap = cx.track_before(key);
     let mut refills = false;
     let found = if cx.in_flush_second() {
         Lookup::Flushed
@@ -91,6 +92,12 @@ pub fn read(cx: &mut Ctx<'_>, key: &[u8], touch: Option<Time>, encode: impl FnOn
         _ => cx.obs.get(key, None, now),
     }
     let hit = matches!(found, Lookup::Hit(_));
+    if hit {
+        if touch.is_some() {
+            cx.track_changed(key);
+        }
+        cx.track_hit(snap, key);
+    }
     if touch.is_some() {
         bump(&ws.cmd_touch, 1);
         bump(if hit { &ws.touch_hits } else { &ws.touch_misses }, 1);
@@ -171,6 +178,7 @@ pub fn meta_get(cx: &mut Ctx<'_>, key: &[u8], opts: &MetaGet, encode: impl FnOnc
     if opts.touch.is_some() {
         bump(&ws.cmd_touch, 1);
     }
+    let snap = cx.track_before(key);
     let found = if cx.in_flush_second() {
         Lookup::Flushed
     } else {
@@ -186,6 +194,9 @@ pub fn meta_get(cx: &mut Ctx<'_>, key: &[u8], opts: &MetaGet, encode: impl FnOnc
             cx.obs.get(key, None, now);
             cx.obs.created(key, bytes, now, opts.vivify.unwrap_or(0));
             bump(&ws.get_misses, 1);
+            // A placeholder the client is about to fill: announced, never
+            // registered (it is not the value).
+            cx.track_changed(key);
             MetaRead::Created
         }
         Lookup::Hit((false, vlen, bytes)) => {
@@ -194,7 +205,9 @@ pub fn meta_get(cx: &mut Ctx<'_>, key: &[u8], opts: &MetaGet, encode: impl FnOnc
             if let Some(exp) = opts.touch {
                 cx.obs.touched(key, bytes, now, exp);
                 bump(&ws.touch_hits, 1);
+                cx.track_changed(key);
             }
+            cx.track_hit(snap, key);
             MetaRead::Hit
         }
         miss => {

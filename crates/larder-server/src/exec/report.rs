@@ -374,6 +374,9 @@ fn larder(srv: &Server, s: &mut Snapshot) {
     let t = srv.stats.totals();
     let st = srv.store_stats();
     s.str("larder_version", env!("CARGO_PKG_VERSION"));
+    for (name, value) in srv.track.stats().pairs() {
+        s.u64(name, value);
+    }
     s.u64("larder_segment_size", st.segment_size);
     s.u64("larder_segments_total", st.segments_total);
     s.u64("larder_segments_used", st.segments_used);

@@ -47,6 +47,7 @@ pub fn store(cx: &mut Ctx<'_>, w: &Write<'_>) -> StoreResult {
     match result {
         StoreResult::Stored(_) => {
             srv.note_write(w.key);
+            cx.track_changed(w.key);
             cx.obs.stored(w.key, charge, now, w.exptime);
         }
         _ => cx.obs.set_failed(w.key),
@@ -94,5 +95,6 @@ fn drop_after_failed_set(cx: &mut Ctx<'_>, mode: Mode, key: &[u8]) {
         let now = cx.now;
         cx.store().drop_after_failed_set(key, now);
         cx.srv.note_write(key);
+        cx.track_changed(key);
     }
 }

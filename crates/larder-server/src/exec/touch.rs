@@ -30,6 +30,7 @@ pub fn touch(cx: &mut Ctx<'_>, key: &[u8], exptime: Time) -> Option<Touched> {
         Lookup::Hit((touched, bytes, _)) => {
             cx.obs.touched(key, bytes, now, exptime);
             bump(&cx.ws.touch_hits, 1);
+            cx.track_changed(key);
             Some(touched)
         }
         _ => {

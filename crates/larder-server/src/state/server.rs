@@ -109,6 +109,11 @@ pub struct Server {
     /// `-Z`: the TLS configuration new connections start from, and the
     /// TLS counters of `stats`.
     pub tls: Option<Arc<crate::config::tls::TlsContext>>,
+    /// Near-cache invalidation: who tracks which key, and the subscribers'
+    /// push queues (`crate::track`).
+    pub track: Arc<crate::track::tracker::Tracker>,
+    /// When the latest delayed `flush_all` takes effect (0: none pending).
+    track_flush_at: AtomicU32,
     verbosity: AtomicU32,
     stopping: AtomicBool,
     /// With `-C`: the second of the last immediate `flush_all` (0 = none).
@@ -141,6 +146,7 @@ impl Server {
         let budget = Arc::new(budget);
         store.set_pin_spill(budget.clone());
         let coalescer = crate::stampede::coalesce::Coalescer::new(settings.coalesce.clone(), settings.threads);
+        let track = Arc::new(crate::track::tracker::Tracker::new(settings.track));
         Server {
             shutdown,
             budget,
@@ -159,6 +165,8 @@ impl Server {
             auth: None,
             sasl: None,
             tls: None,
+            track,
+            track_flush_at: AtomicU32::new(0),
             stopping: AtomicBool::new(false),
             nocas_flush_second: AtomicU32::new(0),
             store_baseline: Mutex::new(larder_store::Stats::default()),
@@ -202,12 +210,28 @@ impl Server {
     /// that second and a second flush at the next second removes them.
     pub fn flush_all(&self, now: u32, at: u32) {
         self.store.flush_all(now, at);
+        // Near caches drop everything now; a delayed flush tells them again
+        // when it takes effect (`track_due_flush`), or they would keep
+        // values read in between that the flush then removes.
+        self.track.invalidate_all();
+        if at > now {
+            self.track_flush_at.fetch_max(at, Relaxed);
+        }
         if self.coalescer.enabled() {
             self.coalescer.on_flush();
         }
         if !self.settings.cas_enabled && at <= now {
             self.store.flush_all(now, now + 1);
             self.nocas_flush_second.store(now, Relaxed);
+        }
+    }
+
+    /// Worker 0, once a second: a delayed `flush_all` took effect, so every
+    /// near cache is told again (`IA`).
+    pub fn track_due_flush(&self, now: u32) {
+        let at = self.track_flush_at.load(Relaxed);
+        if at != 0 && at <= now && self.track_flush_at.compare_exchange(at, 0, Relaxed, Relaxed).is_ok() {
+            self.track.invalidate_all();
         }
     }
 

@@ -15,6 +15,9 @@
 //! * [`binary`]: the binary protocol, with `-S`'s SASL gate (the parser
 //!   decides which requests an unauthenticated connection may make).
 //!
+//! * [`track`]: near-cache invalidation: `track` commands on a text
+//!   connection, and a subscriber's stream once it is one.
+//!
 //! Each driver's `step` consumes at most one request and says what the
 //! session should do next ([`Step`]). A UDP datagram is served by the same
 //! drivers through a [`Conversation::datagram`], which neither parks, nor
@@ -25,6 +28,7 @@ pub mod gate;
 pub mod meta;
 pub mod metadump;
 pub mod text;
+pub mod track;
 
 use crate::connmem::output::Output;
 use crate::auth::sasl::ConnAuth;
@@ -68,6 +72,10 @@ pub enum Step {
     Watch { consumed: usize, reserved: Reserved },
     /// Hostile or broken input: close without a reply.
     Close,
+    /// `track stream`: drop `consumed` bytes, subscribe in `mode`, and
+    /// hand the subscriber to [`Conversation::become_stream`] (the session
+    /// knows how its worker is woken).
+    Subscribe { consumed: usize, mode: crate::track::subscriber::Mode },
 }
 
 /// Which protocol a connection speaks.
@@ -96,13 +104,17 @@ pub struct Conversation {
     retry: bool,
     /// A UDP datagram's: no parking, no response accounting, no takeover.
     datagram: bool,
+    /// `track attach`: this connection's reads register for a subscriber.
+    attachment: Option<crate::track::subscriber::Attachment>,
+    /// `track stream`: the connection is a subscriber's push stream.
+    stream: Option<crate::track::subscriber::Subscriber>,
 }
 
 impl Conversation {
     /// A stream connection's. `authenticated`: false when the server
     /// requires authentication (`-Y` or `-S`).
     pub fn new(authenticated: bool) -> Conversation {
-        Conversation { wire: Wire::Undecided, auth: ConnAuth::new(!authenticated), resume: 0, dump: None, retry: false, datagram: false }
+        Conversation { wire: Wire::Undecided, auth: ConnAuth::new(!authenticated), resume: 0, dump: None, retry: false, datagram: false, attachment: None, stream: None }
     }
 
     /// One UDP datagram's (memcached decides text or binary per datagram,
@@ -121,6 +133,25 @@ impl Conversation {
         self.resume > 0
     }
 
+    /// The connection is a near-cache subscriber's push stream.
+    pub fn is_stream(&self) -> bool {
+        self.stream.is_some()
+    }
+
+    /// After [`Step::Subscribe`]: the connection becomes `sub`'s stream,
+    /// answered `OK <sid>`.
+    pub fn become_stream(&mut self, sub: crate::track::subscriber::Subscriber, out: &mut Vec<u8>) {
+        track::subscribed(&sub, out);
+        self.stream = Some(sub);
+    }
+
+    /// A stream's queued pushes, at most `room` bytes, into `out`.
+    pub fn pull_pushes(&mut self, out: &mut Vec<u8>, room: usize) {
+        if let Some(sub) = &self.stream {
+            track::pull(sub, out, room);
+        }
+    }
+
     /// The parked front request was released: run it again.
     pub fn released(&mut self) {
         self.retry = true;
@@ -134,6 +165,9 @@ impl Conversation {
         if self.dump.is_some() {
             return metadump::step(&mut self.dump, cx, out);
         }
+        if let Some(sub) = &self.stream {
+            return track::stream_step(sub, input.buf, out);
+        }
         if !self.auth.authenticated() && cx.srv.auth.is_some() {
             return gate::step(cx, input.buf, &mut self.auth, out);
         }
@@ -145,10 +179,14 @@ impl Conversation {
             let conn = cx.fd as u32;
             cx.parking = if self.retry { Parking::Retry(conn) } else { Parking::Allowed(conn) };
         }
+        // The attachment is lent to the request (a `track attach` in it
+        // replaces it) and kept again after.
+        cx.track = self.attachment.take();
         let step = match self.wire {
             Wire::Binary => binary::step(self, cx, input, out),
             _ => text::step(self, cx, input, out, pipelined),
         };
+        self.attachment = cx.track.take();
         if matches!(step, Step::Ran { .. } | Step::Paused | Step::Parked) {
             self.retry = false;
         }

@@ -35,6 +35,9 @@ pub fn step(conv: &mut Conversation, cx: &mut Ctx<'_>, input: Input<'_>, out: &m
                 None => Step::Ran { consumed, close: None },
             }
         }
+        Triaged::Run(Request::Admin { command: AdminCommand::Track, args }, consumed) if !conv.datagram => {
+            crate::wire::track::command(conv, cx, args, consumed, out)
+        }
         Triaged::Run(request, consumed) => {
             if conv.resume == 0 && !conv.begin_reply(out) {
                 return Step::Overflow;
@@ -197,7 +200,9 @@ fn execute(cx: &mut Ctx<'_>, req: Request<'_>, out: &mut Output, resume: usize) 
             | AdminCommand::LruCrawler
             | AdminCommand::Watch
             | AdminCommand::Extstore
-            | AdminCommand::RefreshCerts => out.extend_from_slice(reply::ERROR),
+            | AdminCommand::RefreshCerts
+            // Over UDP: a stream needs a connection.
+            | AdminCommand::Track => out.extend_from_slice(reply::ERROR),
         },
     }
     After::Continue
