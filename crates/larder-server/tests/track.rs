@@ -1,0 +1,168 @@
+//! Near-cache invalidation (docs/near-cache.md) through a real server: what
+//! a subscriber is told for each kind of change, what a connection that
+//! never sends `track` sees (nothing new), and the bounds a hostile
+//! subscriber meets: one that never reads its stream and has its reads of
+//! millions of distinct keys tracked keeps the server within its table and
+//! stream limits (resident memory watched), and gets one `LOST`.
+
+use larder_testkit::{Client, Larder};
+use std::io::Read;
+use std::time::Duration;
+
+/// Subscribe on a new connection; its sid.
+fn subscribe(l: &Larder, how: &[u8]) -> (Client, u64) {
+    let mut s = l.connect();
+    s.send(how);
+    let line = s.line();
+    let sid = line.strip_prefix("OK ").and_then(|n| n.trim_end().parse().ok()).unwrap_or_else(|| panic!("subscribe: {line:?}"));
+    (s, sid)
+}
+
+/// What the stream says next, up to and including the `MN` a barrier
+/// asks for (so everything queued before it is in).
+fn pushes(stream: &mut Client) -> String {
+    stream.send(b"mn\r\n");
+    String::from_utf8(stream.read_until(b"MN\r\n")).unwrap()
+}
+
+#[test]
+fn every_kind_of_change_invalidates_a_tracked_key() {
+    let l = Larder::start(&["-t", "2"]);
+    let (mut stream, sid) = subscribe(&l, b"track stream\r\n");
+    let mut reader = l.connect();
+    reader.expect(format!("track attach {sid}\r\n").as_bytes(), b"OK\r\n");
+    let mut writer = l.connect();
+    let changes: [(&[u8], &[u8]); 10] = [
+        (b"set k 0 0 1\r\nb\r\n", b"STORED\r\n"),
+        (b"append k 0 0 1\r\nc\r\n", b"STORED\r\n"),
+        (b"prepend k 0 0 1\r\na\r\n", b"STORED\r\n"),
+        (b"touch k 100\r\n", b"TOUCHED\r\n"),
+        (b"ms k 1 T0\r\nz\r\n", b"HD\r\n"),
+        (b"md k I\r\n", b"HD\r\n"),
+        (b"delete k\r\n", b"DELETED\r\n"),
+        (b"add k 0 0 1\r\n5\r\n", b"STORED\r\n"),
+        (b"incr k 1\r\n", b"6\r\n"),
+        (b"gat 0 k\r\n", b"VALUE k 0 1\r\n6\r\nEND\r\n"),
+    ];
+    writer.expect(b"set k 0 0 1\r\na\r\n", b"STORED\r\n");
+    for (change, reply) in changes {
+        // Read it (registers), change it from another connection: one IV.
+        reader.send(b"mg k v\r\n");
+        let hit = reader.line();
+        assert!(hit.starts_with("VA ") || hit.starts_with("EN"), "{hit:?}");
+        if hit.starts_with("VA ") {
+            reader.line();
+        }
+        writer.expect(change, reply);
+        let got = pushes(&mut stream);
+        let expect = if hit.starts_with("VA ") { "IV k\r\nMN\r\n" } else { "MN\r\n" };
+        assert_eq!(got, expect, "after {:?}", String::from_utf8_lossy(change));
+    }
+    // flush_all: everything, once, whatever was tracked.
+    writer.expect(b"flush_all\r\n", b"OK\r\n");
+    assert_eq!(pushes(&mut stream), "IA\r\nMN\r\n");
+}
+
+#[test]
+fn noloop_broadcast_and_refusals() {
+    let l = Larder::start(&["-t", "2"]);
+    let (mut bcast, sid) = subscribe(&l, b"track stream bcast user:\r\n");
+    let mut own = l.connect();
+    own.expect(format!("track attach {sid} noloop\r\n").as_bytes(), b"OK\r\n");
+    let mut other = l.connect();
+    other.expect(b"set user:1 0 0 1\r\nx\r\n", b"STORED\r\n");
+    other.expect(b"set item:1 0 0 1\r\nx\r\n", b"STORED\r\n");
+    own.expect(b"set user:2 0 0 1\r\nx\r\n", b"STORED\r\n");
+    // Every write under the prefix, except the subscriber's own (noloop).
+    assert_eq!(pushes(&mut bcast), "IV user:1\r\nMN\r\n");
+    other.expect(b"track attach 999999\r\n", b"CLIENT_ERROR unknown subscriber\r\n");
+    other.expect(b"track stream x\r\n", b"CLIENT_ERROR bad command line format\r\n");
+    other.expect(b"track detach\r\n", b"OK\r\n");
+    // A stream accepts only mn and quit.
+    bcast.send(b"get k\r\n");
+    assert_eq!(bcast.line(), "CLIENT_ERROR bad command line format\r\n");
+    assert_eq!(bcast.line(), "", "the stream closes after a refused line");
+}
+
+#[test]
+fn connections_that_do_not_subscribe_see_nothing_new() {
+    let l = Larder::start(&["-t", "2"]);
+    let (_stream, _sid) = subscribe(&l, b"track stream bcast\r\n");
+    let mut c = l.connect();
+    c.expect(b"set k 0 0 1\r\nx\r\n", b"STORED\r\n");
+    c.expect(b"get k\r\n", b"VALUE k 0 1\r\nx\r\nEND\r\n");
+    c.expect(b"delete k\r\n", b"DELETED\r\n");
+    c.set_read_timeout(Some(Duration::from_millis(300)));
+    let mut extra = [0u8; 64];
+    let n = c.stream().read(&mut extra).unwrap_or(0);
+    assert_eq!(n, 0, "unexpected bytes: {:?}", String::from_utf8_lossy(&extra[..n]));
+}
+
+#[test]
+fn a_subscriber_that_never_reads_stays_within_its_bounds() {
+    // A 1 MiB table and a 64 KiB stream: 300,000 distinct keys read through
+    // an attached connection, each then overwritten, while the stream is
+    // never read.
+    let l = Larder::start(&["-t", "2", "-m", "256", "-o", "track_table_mb=1", "-o", "track_stream_kb=64"]);
+    let (mut stream, sid) = subscribe(&l, b"track stream\r\n");
+    let mut reader = l.connect();
+    reader.expect(format!("track attach {sid}\r\n").as_bytes(), b"OK\r\n");
+    let mut writer = l.connect();
+    let before = l.rss_bytes();
+    const KEYS: usize = 300_000;
+    const BATCH: usize = 1000;
+    for start in (0..KEYS).step_by(BATCH) {
+        let mut sets = Vec::new();
+        let mut gets = Vec::new();
+        for i in start..start + BATCH {
+            sets.extend_from_slice(format!("set hostile:key:{i:08} 0 0 1 noreply\r\nx\r\n").as_bytes());
+            gets.extend_from_slice(format!("mg hostile:key:{i:08} v q\r\n").as_bytes());
+        }
+        gets.extend_from_slice(b"mn\r\n");
+        writer.send(&sets);
+        writer.expect(b"mn\r\n", b"MN\r\n");
+        reader.send(&gets);
+        reader.read_until(b"MN\r\n");
+    }
+    // The table cannot hold them all: the oldest were evicted, each
+    // eviction queuing an IV into a stream nobody reads.
+    let mid = String::from_utf8(writer.roundtrip(b"stats larder\r\n", b"END\r\n")).unwrap();
+    assert!(mid.contains("STAT track_keys "), "{mid}");
+    // Overwrite them all: whatever is still tracked is invalidated.
+    for start in (0..KEYS).step_by(BATCH) {
+        let sets: String = (start..start + BATCH).map(|i| format!("set hostile:key:{i:08} 0 0 1 noreply\r\ny\r\n")).collect();
+        writer.send(sets.as_bytes());
+    }
+    writer.expect(b"mn\r\n", b"MN\r\n");
+    let grown = l.rss_bytes().saturating_sub(before);
+    let stats = String::from_utf8(writer.roundtrip(b"stats larder\r\n", b"END\r\n")).unwrap();
+    let stat = |name: &str| -> u64 {
+        stats.lines().find_map(|l| l.strip_prefix(&format!("STAT {name} "))).map(|v| v.trim().parse().unwrap()).unwrap_or_else(|| panic!("no {name}"))
+    };
+    println!(
+        "track hostile: rss +{:.1} MiB, track_bytes {}, track_evictions {}, track_lost {}",
+        grown as f64 / 1048576.0,
+        stat("track_bytes"),
+        stat("track_evictions"),
+        stat("track_lost")
+    );
+    let mid_bytes: u64 = mid.lines().find_map(|l| l.strip_prefix("STAT track_bytes ")).unwrap().trim().parse().unwrap();
+    // (Once the stream overflowed, the subscriber's entries were dropped and
+    // its reads stop registering until it has read its LOST: the table may
+    // well be empty by now.)
+    assert!(mid_bytes <= 1 << 20, "table at {mid_bytes} bytes, limit 1 MiB");
+    assert!(stat("track_bytes") <= 1 << 20, "table over its limit");
+    assert!(stat("track_evictions") > 0, "a 1 MiB table cannot hold 300,000 keys");
+    assert!(stat("track_lost") >= 1, "the unread stream overflowed");
+    // 300,000 one-byte items take ~30 MiB of -m; the table and stream add
+    // at most their limits. Anything near the key count times a key's size
+    // again would mean something is unbounded.
+    assert!(grown < 96 << 20, "resident memory grew {grown} bytes");
+    // The stream says it lost messages, once, after what the sockets
+    // already held (kernel buffers, not the server's), and nothing after
+    // it: the subscriber's reads stopped registering until it reads it.
+    stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let got = pushes(&mut stream);
+    assert_eq!(got.matches("LOST\r\n").count(), 1, "one LOST in {} bytes", got.len());
+    assert!(got.ends_with("LOST\r\nMN\r\n"), "ends {:?}", &got[got.len().saturating_sub(40)..]);
+}
