@@ -23,7 +23,7 @@
 //! then every key reads back as one of its records or not at all.
 #![no_main]
 
-use larder_store::{Config, Lookup, Mode, SnapshotClock, SnapshotError, Store, StoreResult, WriteOptions};
+use larder_store::{Config, Lookup, Mode, SnapshotClock, SnapshotError, Store, StoreResult, Write, WriteOptions};
 use libfuzzer_sys::fuzz_target;
 use std::collections::HashMap;
 
@@ -264,7 +264,8 @@ fn written(s: &mut Script<'_>) -> (Vec<u8>, Vec<Vec<u8>>) {
             _ => now - 1, // already expired at the save
         };
         let opts = WriteOptions { new_cas: (how & 4 != 0).then(|| u64::from(s.u32())), key_binary: how & 8 != 0, ..WriteOptions::default() };
-        let r = src.meta_store(Mode::Set, &key, flags, exp, &value, now, &opts);
+        let w = Write { mode: Mode::Set, key: &key, flags, exptime: exp, value: &value, landed: None };
+        let (r, _) = src.write(&w, now, &opts);
         assert!(matches!(r, StoreResult::Stored(_)), "{r:?}");
         if how & 16 != 0 {
             let _ = src.get(&key, now, |_| ());

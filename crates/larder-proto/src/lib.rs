@@ -8,7 +8,11 @@
 //! The contract is memcached 1.6's `doc/protocol.txt`, and where the text is
 //! silent, the bytes memcached 1.6.18 actually sends.
 //!
-//! * [`text`]: the text (ASCII) protocol request parser.
+//! * [`outcome`]: what parsing one request comes to, and the limits, size
+//!   rule and error lines the text and meta parsers share.
+//! * [`number`]: numbers read as memcached reads them.
+//! * [`text`]: the text (ASCII) protocol request parser; it hands meta
+//!   commands to [`meta`].
 //! * [`reply`]: encoders for every reply line the text protocol sends.
 //! * [`meta`]: the meta protocol (`mg ms md ma mn me`): requests and replies.
 //! * [`binary`]: the binary protocol: request parser and response encoders.
@@ -20,6 +24,8 @@
 pub mod binary;
 pub mod block;
 pub mod meta;
+pub mod number;
+pub mod outcome;
 pub mod reply;
 pub mod text;
 pub mod track;

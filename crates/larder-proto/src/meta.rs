@@ -1,5 +1,5 @@
 //! The meta protocol: `mg ms md ma mn me`, parsed from a text-protocol line
-//! (see [`crate::text::parse`], which returns [`Request::Meta`]) and the
+//! (see [`crate::text::parse`], which returns [`Request::Meta`](crate::text::Request::Meta)) and the
 //! encoders for their replies.
 //!
 //! Everything follows memcached 1.6.18 (`proto_text.c`), byte for byte,
@@ -46,7 +46,7 @@
 //!   with a CAS store: a CAS lower than the item's stores the value anyway,
 //!   keeping the old TTL, marked stale (token-sent kept). [`ms`] with the new
 //!   CAS (`0` when nothing was stored). A too-large `ms` arrives as
-//!   [`Parsed::TooLarge`] with `StoreCommand::Set` and `noreply: false`.
+//!   [`Outcome::TooLarge`] with `StoreCommand::Set` and `noreply: false`.
 //! * `md`: `C` mismatch: `EX`. `I`: instead of deleting, mark stale, clear
 //!   token-sent, new CAS, TTL `T` if given. Then [`md`].
 //! * `ma`: [`MetaRequest::incr`], `D` delta (default 1), `C` compare. Miss
@@ -58,10 +58,11 @@
 
 use crate::block::{self, Block, Input};
 use crate::reply::push_u64;
-use crate::text::{
-    item_size, safe_i32, safe_u32, safe_u64, Limits, Parsed, Request, StoreCommand, BAD_DATA_CHUNK,
-    BAD_FORMAT, ERROR, KEY_MAX_LENGTH,
-};
+use crate::number::{safe_i32, safe_u32, safe_u64};
+use crate::outcome::{item_size, Limits, Outcome, StoreCommand, BAD_DATA_CHUNK, BAD_FORMAT, ERROR, KEY_MAX_LENGTH};
+
+/// What [`parse`] found: a meta request, or why there is none.
+type Parsed<'a> = Outcome<'a, MetaRequest<'a>>;
 
 /// The meta commands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,7 +112,7 @@ pub const OPAQUE_TOO_LONG: &str = "CLIENT_ERROR opaque token too long";
 pub const MS_INVALID_MODE: &str = "CLIENT_ERROR invalid mode for ms M token";
 pub const MA_INVALID_MODE: &str = "CLIENT_ERROR invalid mode for ma M token";
 /// `ma` on a value that is not a number (the server's to send).
-pub const NON_NUMERIC: &str = "CLIENT_ERROR cannot increment or decrement non-numeric value";
+pub use crate::reply::NON_NUMERIC;
 
 /// A request's key: a slice of the read buffer, or a decoded base64 key
 /// held inline (no allocation).
@@ -426,10 +427,7 @@ pub(crate) fn parse<'a>(
         b"me" => MetaCommand::Debug,
         _ => return error(ERROR, consumed, 0),
     };
-    let request = |request| Parsed::Request {
-        request: Request::Meta(request),
-        consumed,
-    };
+    let request = |request| Parsed::Request { request, consumed };
     if command == MetaCommand::Noop {
         return request(MetaRequest::new(command, b""));
     }
@@ -532,7 +530,7 @@ fn set<'a>(
         Block::BadChunk(end) => return error(BAD_DATA_CHUNK, end, 0),
     };
     Parsed::Request {
-        request: Request::Meta(req),
+        request: req,
         consumed: end,
     }
 }
@@ -994,7 +992,7 @@ pub struct MeItem {
     /// Slab class (`cls=`); larder has none: pass 1.
     pub class: u32,
     /// memcached's `ITEM_ntotal`: pass
-    /// [`crate::text::item_size`]`(key_len, client_flags, value_len)`.
+    /// [`crate::outcome::item_size`]`(key_len, client_flags, value_len)`.
     pub size: u64,
     /// The stored key is binary: printed base64-encoded.
     pub key_binary: bool,

@@ -3,7 +3,7 @@
 //! `tests/meta-vectors/record.py` for the recorded vectors).
 
 use super::*;
-use crate::text::parse;
+use crate::text::{parse, Parsed, Request};
 
 fn p(buf: &[u8]) -> Parsed<'_> {
     parse(buf, &Limits::default())

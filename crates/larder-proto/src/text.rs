@@ -28,46 +28,6 @@
 //! The parser is stateless and never allocates: the server calls it again on
 //! the same bytes when more arrive.
 
-/// Limits that shape parsing decisions.
-#[derive(Clone, Copy, Debug)]
-pub struct Limits {
-    /// `-I`: the largest item the server accepts. A storage command whose
-    /// item would be larger is answered `SERVER_ERROR object too large for
-    /// cache` and its data block is swallowed without being buffered.
-    ///
-    /// The size compared is memcached's: see [`item_size`]. memcached started
-    /// with `-C` (no CAS) stores 8 bytes less per item; a server emulating
-    /// that passes `item_size_max + 8`.
-    pub item_size_max: usize,
-    /// Longest command line accepted without a newline before the connection
-    /// is closed (memcached: 2048, except for `get`/`gets` lines which may be
-    /// longer, up to `max_get_line`).
-    pub max_line: usize,
-    /// Upper bound on a multi-get line; beyond it the connection is closed.
-    pub max_get_line: usize,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            item_size_max: 1024 * 1024,
-            max_line: 2048,
-            max_get_line: 1024 * 1024,
-        }
-    }
-}
-
-/// The storage commands; `Cas` carries the client's CAS unique.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StoreCommand {
-    Set,
-    Add,
-    Replace,
-    Append,
-    Prepend,
-    Cas(u64),
-}
-
 /// The keys of a multi-key command, split lazily from the line (no allocation).
 /// Every key has already been validated by the parser.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,6 +79,12 @@ pub enum AdminCommand {
 
 use crate::block::{self, Block, Input, Shape};
 use crate::meta::MetaRequest;
+use crate::number::{safe_i32, safe_i64, safe_u64};
+pub use crate::number::safe_u32;
+pub use crate::outcome::{item_size, Limits, Outcome, StoreCommand, BAD_DATA_CHUNK, BAD_FORMAT, ERROR, KEY_MAX_LENGTH, TOO_LARGE};
+
+/// What [`parse`] found at the front of the buffer (see [`Outcome`]).
+pub type Parsed<'a> = Outcome<'a, Request<'a>>;
 
 /// A parsed request. Slices borrow the read buffer.
 ///
@@ -207,56 +173,6 @@ pub enum Request<'a> {
     Meta(MetaRequest<'a>),
 }
 
-/// What [`parse`] found at the front of the buffer.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, PartialEq, Eq)]
-pub enum Parsed<'a> {
-    /// A complete request that used `consumed` bytes.
-    Request {
-        request: Request<'a>,
-        consumed: usize,
-    },
-    /// Not enough bytes yet. `needed`, when known, is the total length the
-    /// buffer must reach for this request to complete (a data block).
-    Incomplete { needed: Option<usize> },
-    /// A bad request: reply with `error` (a full line without `\r\n`, e.g.
-    /// `"CLIENT_ERROR bad command line format"`), drop `consumed` bytes, then
-    /// discard the next `swallow` bytes as they arrive.
-    Error {
-        error: &'static str,
-        consumed: usize,
-        swallow: usize,
-    },
-    /// A bad request whose last token was `noreply`: memcached suppresses
-    /// even the error. Drop `consumed` bytes, swallow `swallow` more, send
-    /// nothing. (For example `set k x 0 5 noreply`, `incr k z noreply`, or a
-    /// data block not ending in `\r\n` after `set ... noreply`.)
-    Silent { consumed: usize, swallow: usize },
-    /// A storage command whose item can never fit in `item_size_max`.
-    /// Reply `SERVER_ERROR object too large for cache` ([`TOO_LARGE`])
-    /// unless `noreply`, drop `consumed` bytes (the command line) and swallow
-    /// `swallow` more (the data block and its `\r\n`, never buffered). For
-    /// `StoreCommand::Set` memcached also unlinks any existing item under
-    /// `key`, so stale data does not survive a failed set.
-    TooLarge {
-        command: StoreCommand,
-        key: &'a [u8],
-        noreply: bool,
-        consumed: usize,
-        swallow: usize,
-    },
-    /// memcached closes the connection here (an overlong line, for example).
-    Close,
-}
-
-/// `ERROR`: unknown command or wrong number of tokens.
-pub const ERROR: &str = "ERROR";
-/// Bad key length, unparsable storage numbers, bad `verbosity` level.
-pub const BAD_FORMAT: &str = "CLIENT_ERROR bad command line format";
-/// A data block that does not end in `\r\n`.
-pub const BAD_DATA_CHUNK: &str = "CLIENT_ERROR bad data chunk";
-/// An item larger than `-I`.
-pub const TOO_LARGE: &str = "SERVER_ERROR object too large for cache";
 /// `touch`, `gat`, `flush_all` with an unparsable time.
 pub const INVALID_EXPTIME: &str = "CLIENT_ERROR invalid exptime argument";
 /// `incr`/`decr` with an unparsable delta.
@@ -270,31 +186,9 @@ pub const DELETE_USAGE: &str =
 /// this error (compare with this constant) as well as the request.
 pub const INVALID_SHUTDOWN: &str = "CLIENT_ERROR invalid shutdown mode";
 
-/// memcached's `KEY_MAX_LENGTH`.
-pub const KEY_MAX_LENGTH: usize = 250;
-
 /// memcached's `MAX_TOKENS` counts a terminal pseudo-token, so a command sees
 /// at most this many real tokens.
 const MAX_REAL_TOKENS: usize = 23;
-
-/// memcached's `sizeof(item)` on 64-bit builds.
-const ITEM_HEADER: usize = 48;
-/// The CAS value stored with every item unless memcached runs with `-C`.
-const ITEM_CAS: usize = 8;
-
-/// The size memcached compares against `-I` for a stored item: header, CAS,
-/// key plus a NUL, 4 bytes of client flags when they are non-zero, and the
-/// value with its `\r\n`. `value_len` excludes the `\r\n`.
-///
-/// With `-I 1m` and key `k`, flags 0: a 1048516-byte value is stored and a
-/// 1048517-byte one is too large (checked against memcached 1.6.18).
-/// memcached applies the same rule to the combined value of an `append` or
-/// `prepend` (with the existing item's flags) and answers `NOT_STORED` when
-/// it fails: that check is the server's.
-pub fn item_size(key_len: usize, flags: u32, value_len: usize) -> usize {
-    let flags_len = if flags == 0 { 0 } else { 4 };
-    ITEM_HEADER + ITEM_CAS + key_len + 1 + flags_len + value_len + 2
-}
 
 /// memcached's longest run of leading spaces tolerated before a long `get`.
 const MAX_LEADING_SPACES: usize = 100;
@@ -544,7 +438,7 @@ fn command<'a>(t: &Tokens<'a>, input: Input<'a>, consumed: usize, limits: &Limit
         b"refresh_certs" => admin(t, line, AdminCommand::RefreshCerts, 1),
         b"track" => admin(t, line, AdminCommand::Track, 2),
         b"mg" | b"ms" | b"md" | b"ma" | b"mn" | b"me" => {
-            crate::meta::parse(t.get(0), t.line, t.len, input, consumed, limits)
+            crate::meta::parse(t.get(0), t.line, t.len, input, consumed, limits).map(Request::Meta)
         }
         _ => unknown(t, line),
     }
@@ -861,95 +755,6 @@ fn trim(s: &[u8]) -> &[u8] {
     let start = s.iter().position(|&b| b != b' ').unwrap_or(s.len());
     let end = s.iter().rposition(|&b| b != b' ').map_or(start, |e| e + 1);
     &s[start..end]
-}
-
-// ---------------------------------------------------------------------------
-// Numbers, read as C's strtoul/strtol read them (base 10) followed by the
-// checks of memcached's safe_strto* helpers.
-
-/// C's `isspace` in the "C" locale.
-fn is_c_space(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
-}
-
-/// What `strto*` found: sign, magnitude (`None` if it overflowed 64 bits),
-/// or `None` overall when there were no digits or the digits were followed
-/// by something other than whitespace or the end of the token.
-fn scan_c_number(tok: &[u8]) -> Option<(bool, Option<u64>)> {
-    let mut i = tok.iter().take_while(|&&b| is_c_space(b)).count();
-    let negative = match tok.get(i) {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
-    let digits_start = i;
-    let mut magnitude = Some(0u64);
-    while let Some(&b) = tok.get(i) {
-        if !b.is_ascii_digit() {
-            break;
-        }
-        magnitude = magnitude
-            .and_then(|m| m.checked_mul(10))
-            .and_then(|m| m.checked_add(u64::from(b - b'0')));
-        i += 1;
-    }
-    if i == digits_start {
-        return None;
-    }
-    if i < tok.len() && !is_c_space(tok[i]) {
-        return None;
-    }
-    Some((negative, magnitude))
-}
-
-/// `strtoull`: negation wraps, overflow (ERANGE) fails.
-fn c_strtoull(tok: &[u8]) -> Option<u64> {
-    let (negative, magnitude) = scan_c_number(tok)?;
-    let m = magnitude?;
-    Some(if negative { m.wrapping_neg() } else { m })
-}
-
-/// memcached's `safe_strtoull`: a result with the top bit set is refused if
-/// the token has a minus sign anywhere.
-pub(crate) fn safe_u64(tok: &[u8]) -> Option<u64> {
-    let v = c_strtoull(tok)?;
-    if (v as i64) < 0 && tok.contains(&b'-') {
-        return None;
-    }
-    Some(v)
-}
-
-/// memcached's `safe_strtoul`: as `safe_strtoull` (unsigned long is 64 bits),
-/// then truncated to 32 bits (so `4294967303` reads as 7). Public for the
-/// server's `-Y` handshake, which reads a `set` line the way memcached's
-/// does.
-pub fn safe_u32(tok: &[u8]) -> Option<u32> {
-    safe_u64(tok).map(|v| v as u32)
-}
-
-/// memcached's `safe_strtoll`.
-fn safe_i64(tok: &[u8]) -> Option<i64> {
-    let (negative, magnitude) = scan_c_number(tok)?;
-    let m = magnitude?;
-    if negative {
-        if m > 1u64 << 63 {
-            return None;
-        }
-        Some((m as i64).wrapping_neg())
-    } else {
-        i64::try_from(m).ok()
-    }
-}
-
-/// memcached's `safe_strtol`: a 64-bit `long` stored into an `int32_t`.
-pub(crate) fn safe_i32(tok: &[u8]) -> Option<i32> {
-    safe_i64(tok).map(|v| v as i32)
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
-//! Compare-and-swap forms of delete and incr/decr, for the binary and meta
-//! protocols.
+//! The bodies of delete and incr/decr ([`Reporting::delete_charged`](crate::Reporting::delete_charged),
+//! [`Reporting::arith_charged`](crate::Reporting::arith_charged)), with
+//! their compare-and-swap form for the binary and meta protocols.
 //!
 //! The text protocol's `delete` and `incr` take no CAS, but memcached's
 //! binary protocol (a non-zero CAS in the request header) and the meta
@@ -10,9 +11,9 @@
 //! expiry, which those protocols return.
 
 use crate::shard::{Found, Why};
-use crate::{arith, item, Departures, NewVersion, Store, Time, Unreported};
+use crate::{arith, item, Departures, NewVersion, Store, Time};
 
-/// Outcome of [`Store::delete_if`].
+/// Outcome of [`Reporting::delete_charged`](crate::Reporting::delete_charged).
 #[derive(Debug, PartialEq, Eq)]
 pub enum DeleteOutcome {
     Deleted,
@@ -21,7 +22,7 @@ pub enum DeleteOutcome {
     Exists,
 }
 
-/// Outcome of [`Store::arith_if`].
+/// Outcome of [`Reporting::arith_charged`](crate::Reporting::arith_charged).
 #[derive(Debug, PartialEq, Eq)]
 pub enum ArithOutcome {
     /// The new value, the new item's CAS and its (unchanged) expiry.
@@ -33,17 +34,16 @@ pub enum ArithOutcome {
     Exists,
 }
 
+/// incr/decr's arguments: see [`Reporting::arith_charged`](crate::Reporting::arith_charged).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ArithArgs {
+    pub incr: bool,
+    pub delta: u64,
+    pub cas: Option<u64>,
+    pub new_cas: Option<u64>,
+}
+
 impl Store {
-    /// Delete `key` if it is live and, when `cas` is given, its CAS matches.
-    pub fn delete_if(&self, key: &[u8], now: Time, cas: Option<u64>) -> DeleteOutcome {
-        self.delete_charged(key, now, cas).0
-    }
-
-    /// [`delete_if`](Self::delete_if), with the bytes a delete released.
-    pub fn delete_charged(&self, key: &[u8], now: Time, cas: Option<u64>) -> (DeleteOutcome, crate::Charge) {
-        self.delete_to(key, now, cas, &mut Unreported)
-    }
-
     pub(crate) fn delete_to(&self, key: &[u8], now: Time, cas: Option<u64>, d: &mut dyn Departures) -> (DeleteOutcome, crate::Charge) {
         let h = self.hasher.hash(key);
         let mut l = self.lock(h, now);
@@ -60,34 +60,8 @@ impl Store {
         }
     }
 
-    /// incr (wrapping at 2^64) or decr (stopping at 0) a decimal value if it
-    /// is live and, when `cas` is given, its CAS matches.
-    pub fn arith_if(&self, key: &[u8], now: Time, incr: bool, delta: u64, cas: Option<u64>) -> ArithOutcome {
-        self.arith_meta(key, now, incr, delta, cas, None)
-    }
-
-    /// [`arith_if`](Self::arith_if), giving the rewritten item `new_cas`
-    /// instead of a derived CAS when set (meta `ma … E<cas>`).
-    pub fn arith_meta(&self, key: &[u8], now: Time, incr: bool, delta: u64, cas: Option<u64>, new_cas: Option<u64>) -> ArithOutcome {
-        self.arith_charged(key, now, incr, delta, cas, new_cas).0
-    }
-
-    /// [`arith_meta`](Self::arith_meta), with what a change charged and
-    /// released (the rewritten item and the old one).
-    pub fn arith_charged(
-        &self,
-        key: &[u8],
-        now: Time,
-        incr: bool,
-        delta: u64,
-        cas: Option<u64>,
-        new_cas: Option<u64>,
-    ) -> (ArithOutcome, crate::Charge) {
-        self.arith_to(key, now, crate::reporting::ArithArgs { incr, delta, cas, new_cas }, &mut Unreported)
-    }
-
-    pub(crate) fn arith_to(&self, key: &[u8], now: Time, a: crate::reporting::ArithArgs, d: &mut dyn Departures) -> (ArithOutcome, crate::Charge) {
-        let crate::reporting::ArithArgs { incr, delta, cas, new_cas } = a;
+    pub(crate) fn arith_to(&self, key: &[u8], now: Time, a: ArithArgs, d: &mut dyn Departures) -> (ArithOutcome, crate::Charge) {
+        let ArithArgs { incr, delta, cas, new_cas } = a;
         let none = crate::Charge::default();
         let h = self.hasher.hash(key);
         let mut l = self.lock(h, now);
@@ -126,6 +100,7 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
+    use crate::ops::TestForms;
     use crate::{ArithOutcome, Config, DeleteOutcome, Lookup, Mode, Store, StoreResult};
 
     fn store() -> Store {
@@ -159,6 +134,7 @@ mod tests {
 
 #[cfg(test)]
 mod store_if_tests {
+    use crate::ops::TestForms;
     use crate::{Config, Lookup, Mode, Store, StoreResult};
 
     #[test]

@@ -33,7 +33,7 @@
 //!   main's evictions follow its inflow, as in S3-FIFO.
 //! - A shard evicts its own segments first (its queues decide), other
 //!   shards' only when it has none to spare.
-//! - Evicting keeps what earned it ([`Shard::evict_keeping`]): a small
+//! - Evicting keeps what earned it (`Shard::evict_keeping`): a small
 //!   segment's items hit at least once since written (the index slot's
 //!   4-bit counter; more for big items, see below) move to main with the counter reset — one-hit wonders
 //!   and scans die after one pass through the small queue, never touching
@@ -80,8 +80,25 @@
 //! - Not (yet) here: a store-wide small/main balance (each shard balances
 //!   its own segments).
 
-use crate::shard::Shard;
+use crate::segment::SegTable;
 use crate::Time;
+
+/// What a policy sees of a locked shard. `Shard` implements it (shard.rs),
+/// so the policy needs nothing else of the shard's module, which holds the
+/// policy in turn. Called once per segment considered for eviction: a
+/// dynamic call there costs nothing next to the eviction it decides.
+pub(crate) trait Candidates {
+    /// The shard's segments.
+    fn segs(&self) -> &SegTable;
+    /// Whether every item of segment `id` is flushed.
+    fn is_flushed(&self, id: u32) -> bool;
+    /// Whether segment `id` is open for the appends of a TTL class.
+    fn is_open(&self, id: u32) -> bool;
+    /// The open main-queue segment (eviction survivors go there), 0 = none.
+    fn open_main(&self) -> u32;
+    /// Whether segment `id` holds nothing live that eviction would lose.
+    fn reclaimable(&self, id: u32, now: Time) -> bool;
+}
 
 /// Evictions that keep survivors per allocation (see the module docs).
 pub(crate) const MAX_COPYING_EVICTIONS: usize = 8;
@@ -107,9 +124,9 @@ pub(crate) trait EvictionPolicy: Send + Sync {
     /// a regular segment or (`large`) a large object's bytes.
     fn shard_order(&self, me: usize, oldest: &[u64], large: bool, out: &mut Vec<usize>);
     /// A segment of `shard` to evict, never `protect`.
-    fn pick(&self, shard: &Shard, protect: u32, now: Time, want: Want) -> Option<u32>;
+    fn pick(&self, shard: &dyn Candidates, protect: u32, now: Time, want: Want) -> Option<u32>;
     /// Whether `Want::Evict` victims keep their survivors
-    /// ([`Shard::evict_keeping`]) rather than dying whole.
+    /// (`Shard::evict_keeping`) rather than dying whole.
     fn keeps_survivors(&self) -> bool {
         false
     }
@@ -126,10 +143,11 @@ fn oldest_first(me: usize, oldest: &[u64], out: &mut Vec<usize>) {
 }
 
 /// A segment that loses nothing if reclaimed (every item expired or flushed).
-pub(crate) fn free_segment(shard: &Shard, protect: u32, now: Time) -> Option<u32> {
+pub(crate) fn free_segment(shard: &dyn Candidates, protect: u32, now: Time) -> Option<u32> {
     // Wherever it is in the queue (segments are few: a scan per segment's
     // worth of writes is cheap).
-    shard.segs.oldest_first().find(|&id| id != protect && (shard.segs.get(id).all_expired(now) || shard.is_flushed(id)))
+    let segs = shard.segs();
+    segs.oldest_first().find(|&id| id != protect && (segs.get(id).all_expired(now) || shard.is_flushed(id)))
 }
 
 /// The regular segment with the fewest live bytes, if at most three
@@ -139,12 +157,11 @@ pub(crate) fn free_segment(shard: &Shard, protect: u32, now: Time) -> Option<u32
 /// half the writes overwrites): live share of the limit 0.57 without
 /// compaction, 0.83 compacting at half live, 0.88 at three quarters, no
 /// better at 85% (the emptiest segment is usually far below the bar).
-pub(crate) fn compactable(shard: &Shard, protect: u32) -> Option<u32> {
-    shard
-        .segs
-        .oldest_first()
-        .filter(|&id| id != protect && !shard.is_open(id) && id != shard.open_main)
-        .map(|id| (shard.segs.get(id), id))
+pub(crate) fn compactable(shard: &dyn Candidates, protect: u32) -> Option<u32> {
+    let (segs, open_main) = (shard.segs(), shard.open_main());
+    segs.oldest_first()
+        .filter(|&id| id != protect && !shard.is_open(id) && id != open_main)
+        .map(|id| (segs.get(id), id))
         .filter(|(s, _)| !s.large && s.live_bytes * 4 <= s.buf.len() * 3)
         .min_by_key(|(s, _)| s.live_bytes)
         .map(|(_, id)| id)
@@ -152,8 +169,8 @@ pub(crate) fn compactable(shard: &Shard, protect: u32) -> Option<u32> {
 
 /// `-M`: only segments holding nothing live; look at the two oldest, which
 /// is where dead and expired data gathers.
-fn reclaimable(shard: &Shard, protect: u32, now: Time) -> Option<u32> {
-    shard.segs.oldest_first().filter(|&id| id != protect).take(2).find(|&id| shard.reclaimable(id, now))
+fn reclaimable(shard: &dyn Candidates, protect: u32, now: Time) -> Option<u32> {
+    shard.segs().oldest_first().filter(|&id| id != protect).take(2).find(|&id| shard.reclaimable(id, now))
 }
 
 /// The segment FIFO (the store's policy before [`S3Fifo`]; tests compare).
@@ -165,13 +182,13 @@ impl EvictionPolicy for Fifo {
         oldest_first(me, oldest, out)
     }
 
-    fn pick(&self, shard: &Shard, protect: u32, now: Time, want: Want) -> Option<u32> {
+    fn pick(&self, shard: &dyn Candidates, protect: u32, now: Time, want: Want) -> Option<u32> {
         let free = free_segment(shard, protect, now);
         match want {
             _ if free.is_some() => free,
             Want::Free => None,
             Want::Compact => compactable(shard, protect),
-            Want::Evict => shard.segs.oldest_first().find(|&id| id != protect),
+            Want::Evict => shard.segs().oldest_first().find(|&id| id != protect),
             Want::Reclaim => reclaimable(shard, protect, now),
         }
     }
@@ -194,7 +211,7 @@ impl EvictionPolicy for S3Fifo {
         }
     }
 
-    fn pick(&self, shard: &Shard, protect: u32, now: Time, want: Want) -> Option<u32> {
+    fn pick(&self, shard: &dyn Candidates, protect: u32, now: Time, want: Want) -> Option<u32> {
         let free = free_segment(shard, protect, now);
         match want {
             _ if free.is_some() => return free,
@@ -205,11 +222,12 @@ impl EvictionPolicy for S3Fifo {
         }
         let (mut total, mut small) = (0usize, 0usize);
         let (mut oldest_small, mut oldest_main, mut any) = (None, None, None);
-        for id in shard.segs.oldest_first().filter(|&id| id != protect) {
+        let (segs, open_main) = (shard.segs(), shard.open_main());
+        for id in segs.oldest_first().filter(|&id| id != protect) {
             total += 1;
             any.get_or_insert(id);
-            if shard.segs.get(id).main {
-                if id != shard.open_main && oldest_main.is_none() {
+            if segs.get(id).main {
+                if id != open_main && oldest_main.is_none() {
                     oldest_main = Some(id);
                 }
             } else {

@@ -7,6 +7,37 @@
 //! `Store` is `Send + Sync`; worker threads call it directly. There is no
 //! global lock on the request path.
 //!
+//! # Where things are
+//!
+//! The public face is [`ops`](crate::ops): every operation on [`Store`],
+//! each request operation written once on [`Reporting`] (the store with a
+//! caller's departure sink) and offered plain on `Store` with
+//! [`Unreported`] as the sink. The modules it calls:
+//!
+//! * This file: [`Store`] and its request bodies (lookup, the write path,
+//!   making room, evicting one segment), and the public value types
+//!   ([`Item`], [`Lookup`], [`Mode`], [`Write`], [`StoreResult`],
+//!   [`Stats`], [`Config`]).
+//! * Core types of the interface: [`departures`](crate::departures) (the
+//!   [`Departures`] sink and what it is told), [`charge`](crate::charge)
+//!   (what a write or delete [`Charge`]d).
+//! * Request bodies beyond get/set: [`conditional`](crate::conditional)
+//!   (delete and incr/decr with a CAS; [`arith`](crate::arith) parses and
+//!   formats the numbers), [`meta`](crate::meta) (meta gets, invalidation,
+//!   grace).
+//! * One shard and its parts: [`shard`](crate::shard), [`index`](crate::index),
+//!   [`segment`](crate::segment), [`item`](crate::item) (the header bytes),
+//!   [`ttl`](crate::ttl), [`written`](crate::written), [`hash`](crate::hash).
+//! * Memory and eviction: [`pool`](crate::pool), [`evict`](crate::evict)
+//!   (with `evict_tests`), [`ghost`](crate::ghost), [`large`](crate::large)
+//!   (large objects, pins, [`Landing`]s).
+//! * Reading for observability and replies: [`dump`](crate::dump) (shard
+//!   walks for metadump), [`valueref`](crate::valueref) ([`ValueRef`]).
+//! * Warm restart: [`snapshot`](crate::snapshot), [`crc32c`](crate::crc32c).
+//! * [`sync`](crate::sync): the locks and atomics, swapped for loom's under
+//!   `--cfg larder_loom`; `loom_model` (those builds only) hands the loom
+//!   models the internals they drive.
+//!
 //! # Architecture
 //!
 //! Keys are hashed with a randomly keyed SipHash ([`hash`](crate::hash)).
@@ -119,8 +150,10 @@
 #![deny(unsafe_code)]
 
 mod arith;
+mod charge;
 mod conditional;
 mod crc32c;
+mod departures;
 mod dump;
 mod evict;
 #[cfg(test)]
@@ -132,10 +165,10 @@ mod item;
 #[allow(unsafe_code)]
 mod large;
 mod meta;
+mod ops;
 mod pool;
 mod segment;
 mod shard;
-mod reporting;
 mod snapshot;
 mod sync;
 mod ttl;
@@ -145,13 +178,15 @@ mod written;
 pub use conditional::{ArithOutcome, DeleteOutcome};
 pub use meta::{MetaGet, MetaItem, WriteOptions};
 pub use snapshot::{LoadReport, SaveReport, SnapshotClock, SnapshotError, FORMAT_VERSION as SNAPSHOT_FORMAT_VERSION, MAGIC as SNAPSHOT_MAGIC};
-pub use dump::{item_bytes, Charge, DepartedItem, Departure, Departures, DumpItem, Unreported};
-pub use reporting::Reporting;
+pub use charge::{item_bytes, Charge};
+pub use departures::{DepartedItem, Departure, Departures, Unreported};
+pub use dump::DumpItem;
+pub use ops::Reporting;
 pub use large::{landing_room, Landing, PinSpill, Pinned};
 pub use valueref::ValueRef;
 use large::SegBuf;
 use segment::Segment;
-use evict::{EvictionPolicy, S3Fifo, Want, MAX_COPYING_EVICTIONS};
+use evict::{EvictionPolicy, Want, MAX_COPYING_EVICTIONS};
 use hash::KeyHasher;
 use index::{Index, Loc, MAX_SEGMENT_SIZE};
 use pool::Pool;
@@ -164,7 +199,7 @@ use sync::{Mutex, MutexGuard};
 /// `--cfg larder_loom` builds have it.
 #[cfg(larder_loom)]
 #[doc(hidden)]
-pub use sync::model as loom_model;
+pub mod loom_model;
 
 /// Buckets of a shard's index at start-up (64 bytes each).
 const INITIAL_BUCKETS: usize = 16;
@@ -263,10 +298,6 @@ struct EvictHow {
 }
 
 impl Store {
-    pub fn new(config: Config) -> Result<Store, ConfigError> {
-        Store::with_policy(config, Box::new(S3Fifo))
-    }
-
     /// A store evicting with `policy` (tests compare policies).
     pub(crate) fn with_policy(config: Config, policy: Box<dyn EvictionPolicy>) -> Result<Store, ConfigError> {
         let Config { memory_limit, item_size_max, segment_size, evict } = config;
@@ -347,22 +378,6 @@ impl Store {
         Locked { n, g }
     }
 
-    /// Look a key up; `read` runs while the item is guaranteed stable.
-    pub fn get<R>(&self, key: &[u8], now: Time, read: impl FnOnce(&Item<'_>) -> R) -> Lookup<R> {
-        self.fetch(key, now, None, &mut Unreported, read)
-    }
-
-    /// Look a key up and set its expiry (`gat`); `read` sees the new expiry.
-    pub fn get_and_touch<R>(
-        &self,
-        key: &[u8],
-        now: Time,
-        exptime: Time,
-        read: impl FnOnce(&Item<'_>) -> R,
-    ) -> Lookup<R> {
-        self.fetch(key, now, Some(exptime), &mut Unreported, read)
-    }
-
     /// A lookup that counts as an access (`get`, `gat`, `touch`), setting
     /// the expiry when `touch` is given.
     pub(crate) fn fetch<R>(
@@ -392,48 +407,9 @@ impl Store {
         }
     }
 
-    /// Write an item according to `mode`.
-    pub fn store(
-        &self,
-        mode: Mode,
-        key: &[u8],
-        flags: u32,
-        exptime: Time,
-        value: &[u8],
-        now: Time,
-    ) -> StoreResult {
-        self.store_if(mode, key, flags, exptime, value, now, None)
-    }
-
-    /// [`store`](Self::store), but when `cas` is given the write happens only
-    /// if the key holds a live item with that CAS (`Exists` otherwise,
-    /// `NotFound` if there is none). The binary and meta protocols allow a
-    /// CAS on every storage mode, append and prepend included.
-    // Eight arguments, one per protocol field; larder-server calls it, so
-    // its signature changes together with larder-server/src.
-    #[allow(clippy::too_many_arguments)]
-    pub fn store_if(
-        &self,
-        mode: Mode,
-        key: &[u8],
-        flags: u32,
-        exptime: Time,
-        value: &[u8],
-        now: Time,
-        cas: Option<u64>,
-    ) -> StoreResult {
-        self.store_cond(&Write { mode, key, flags, exptime, value, landed: None }, now, &WriteOptions { cas, ..WriteOptions::default() })
-    }
-
-    /// [`store_if`](Self::store_if) with the meta protocol's options (see
-    /// [`WriteOptions`]).
-    pub(crate) fn store_cond(&self, w: &Write<'_>, now: Time, opts: &WriteOptions) -> StoreResult {
-        self.store_charged(w, now, opts, &mut Unreported).0
-    }
-
-    /// [`store_cond`](Self::store_cond), with what a successful write
-    /// charged and released.
-    pub(crate) fn store_charged(&self, w: &Write<'_>, now: Time, opts: &WriteOptions, d: &mut dyn Departures) -> (StoreResult, Charge) {
+    /// The body of [`Reporting::write`]: the write, with what a successful
+    /// write charged and released.
+    pub(crate) fn write_to(&self, w: &Write<'_>, now: Time, opts: &WriteOptions, d: &mut dyn Departures) -> (StoreResult, Charge) {
         let mut large = 0;
         let mut charge = Charge::default();
         let mut result = self.store_once(w, now, opts, &mut large, &mut charge, d);
@@ -457,7 +433,7 @@ impl Store {
         (result, charge)
     }
 
-    /// One attempt of [`store_cond`](Self::store_cond) under the key's
+    /// One attempt of [`write_to`](Self::write_to) under the key's
     /// shard lock. On `OutOfMemory` for want of a large object's bytes,
     /// `large` is set to how many.
     fn store_once(&self, w: &Write<'_>, now: Time, opts: &WriteOptions, large: &mut usize, charge: &mut Charge, d: &mut dyn Departures) -> StoreResult {
@@ -570,19 +546,6 @@ impl Store {
         StoreResult::Stored(l.g.cas(loc))
     }
 
-    /// Remove a key; whether a live item was removed.
-    pub fn delete(&self, key: &[u8], now: Time) -> bool {
-        self.unlink_key(key, now, Why::Deleted, &mut Unreported)
-    }
-
-    /// After a `set` of `key` failed (too large, out of memory): removes
-    /// the old value, as memcached does, and reports it to the departure
-    /// hook as [`Departure::Dropped`] (no client deleted it). Whether there
-    /// was one.
-    pub fn drop_after_failed_set(&self, key: &[u8], now: Time) -> bool {
-        self.unlink_key(key, now, Why::Dropped, &mut Unreported)
-    }
-
     pub(crate) fn unlink_key(&self, key: &[u8], now: Time, why: Why, d: &mut dyn Departures) -> bool {
         let h = self.hasher.hash(key);
         let mut l = self.lock(h, now);
@@ -595,57 +558,11 @@ impl Store {
         }
     }
 
-    /// Set a live item's expiry; whether it existed.
-    pub fn touch(&self, key: &[u8], now: Time, exptime: Time) -> bool {
-        self.fetch(key, now, Some(exptime), &mut Unreported, |_| ()) == Lookup::Hit(())
-    }
-
-    /// incr (wrapping at 2^64) or decr (stopping at 0) a decimal value.
-    pub fn arith(&self, key: &[u8], now: Time, incr: bool, delta: u64) -> ArithResult {
-        match self.arith_if(key, now, incr, delta, None) {
-            ArithOutcome::Value { value, .. } => ArithResult::Value(value),
-            ArithOutcome::NotFound | ArithOutcome::Exists => ArithResult::NotFound,
-            ArithOutcome::NonNumeric => ArithResult::NonNumeric,
-            ArithOutcome::OutOfMemory => ArithResult::OutOfMemory,
-        }
-    }
-
-    /// Invalidate every item stored before `at` once `now >= at`
-    /// (`at <= now`: at once).
-    pub fn flush_all(&self, now: Time, at: Time) {
-        let _serial = self.flush_lock.lock().unwrap_or_else(|e| e.into_inner());
-        let cur = self.flush.load(Ordering::Acquire);
-        if now >= cur as u32 {
-            // The previous flush is due: shards that have not applied it yet
-            // must, before the new word replaces it.
-            self.apply_flush_everywhere(cur, now);
-        }
-        let seq = (cur >> 32).wrapping_add(1) & 0xffff_ffff;
-        let due = if at <= now { 0 } else { at };
-        let word = seq << 32 | due as u64;
-        self.flush.store(word, Ordering::Release);
-        if due == 0 {
-            // Apply now so the memory is reclaimable at once.
-            self.apply_flush_everywhere(word, now);
-        }
-    }
-
     fn apply_flush_everywhere(&self, word: u64, now: Time) {
         for s in self.shards.iter() {
             let mut g = s.0.lock().unwrap_or_else(|e| e.into_inner());
             g.apply_flush(word, now, &self.pool);
         }
-    }
-
-    /// Frees every segment (and large object) whose items have all
-    /// expired or been flushed, without waiting for memory pressure, in the
-    /// shards `part, part + parts, …` (so that `parts` callers — the
-    /// server's workers, once a second — share the work). Items still
-    /// indexed there count as `reclaimed`, as memcached's LRU crawler counts
-    /// them. Shards whose published [`Published::free_at`] says nothing is
-    /// due are skipped without taking their lock. Returns segments freed.
-    pub fn reclaim_expired(&self, now: Time, part: usize, parts: usize) -> usize {
-        self.reclaim_expired_to(now, part, parts, &mut Unreported)
     }
 
     pub(crate) fn reclaim_expired_to(&self, now: Time, part: usize, parts: usize, d: &mut dyn Departures) -> usize {
@@ -658,7 +575,7 @@ impl Store {
             }
             let mut g = sh.0.lock().unwrap_or_else(|e| e.into_inner());
             g.apply_flush(flush, now, &self.pool);
-            while let Some(id) = evict::free_segment(&g, 0, now) {
+            while let Some(id) = evict::free_segment(&*g, 0, now) {
                 let seg = g.evict_segment(id, now, d);
                 self.pool.give_back(seg.buf, seg.large);
                 freed += 1;
@@ -666,77 +583,6 @@ impl Store {
             g.publish_free_at();
         }
         freed
-    }
-
-    /// Where a large object the store lets go of while readers still pin
-    /// it is charged, when that has room, instead of `-m` (see
-    /// [`Item::pin`]). Without one, such bytes stay in `-m` until unpinned.
-    pub fn set_pin_spill(&self, spill: Arc<dyn PinSpill>) {
-        self.pool.set_spill(spill);
-    }
-
-    /// Whether a value of `value_len` bytes under a key of `key_len` bytes
-    /// (as sent) makes a large object, so that receiving it into a
-    /// [`Landing`] saves a copy: its item, in the smallest form it can take,
-    /// does not fit in a segment. (A value of exactly a segment's size, a
-    /// popular power of two, is such a value; before, only longer ones
-    /// landed, and each such `set` allocated a fresh buffer.)
-    pub fn lands(&self, key_len: usize, value_len: usize) -> bool {
-        item::item_len(key_len, value_len, 0) > self.segment_size
-    }
-
-    /// A [`Landing`] for a `value_len`-byte value under a key of `key_len`
-    /// bytes as sent, charged to the pin spill (the connection budget) until
-    /// a write adopts it; `None` without a spill, or when it has no room
-    /// (memcached's out of memory).
-    pub fn landing(&self, key_len: usize, value_len: usize) -> Option<Landing> {
-        self.pool.landing(key_len, value_len)
-    }
-
-    /// Change the memory limit at run time (`cache_memlimit`).
-    pub fn set_memory_limit(&self, bytes: usize) -> Result<(), ConfigError> {
-        if bytes < self.segment_size {
-            return Err(ConfigError(format!("memory limit {bytes} is smaller than one segment ({})", self.segment_size)));
-        }
-        self.pool.set_limit(bytes);
-        Ok(())
-    }
-
-    pub fn stats(&self) -> Stats {
-        let mut s = Stats {
-            limit_maxbytes: self.pool.limit() as u64,
-            segment_size: self.segment_size as u64,
-            shards: self.shards.len() as u64,
-            ..Stats::default()
-        };
-        for sh in self.shards.iter() {
-            let g = sh.0.lock().unwrap_or_else(|e| e.into_inner());
-            let c = &g.st;
-            s.curr_items += c.curr_items;
-            s.total_items += c.total_items;
-            s.bytes += c.live_bytes;
-            s.bytes_dead += c.written_bytes - c.live_bytes;
-            s.evictions += c.evictions;
-            s.reclaimed += c.reclaimed;
-            s.expired_unfetched += c.expired_unfetched;
-            s.evicted_unfetched += c.evicted_unfetched;
-            s.compactions += c.compactions;
-            s.segments_used += (g.segs.count() - g.segs.large_count()) as u64;
-            s.large_objects += g.segs.large_count() as u64;
-            s.large_bytes += g.segs.large_bytes() as u64;
-            s.large_pages_bytes += g.segs.large_pages_bytes() as u64;
-            s.index_bytes += (g.index.bytes() + g.ghost_bytes()) as u64;
-            s.index_slots += g.index.slots() as u64;
-            s.index_used += g.index.used() as u64;
-            s.evicted_nonzero += c.evicted_nonzero;
-            s.last_eviction = s.last_eviction.max(c.last_eviction);
-            let born = g.segs.oldest_first().map(|id| g.segs.get(id)).filter_map(|seg| seg.born()).min();
-            s.oldest_born = s.oldest_born.into_iter().chain(born).min();
-        }
-        s.segments_total = s.segments_used + self.pool.spare_segments() as u64;
-        s.memory_used = self.pool.used() as u64;
-        s.large_spare_bytes = self.pool.spare_large_bytes() as u64;
-        s
     }
 
     /// Space for a new version `v` of an item, in the open segment of its

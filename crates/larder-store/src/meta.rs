@@ -10,11 +10,11 @@
 //! waits: losers get the item (possibly stale) at once.
 //!
 //! Grace mode (for clients that speak only get/set) needs just one thing from
-//! the store: [`Store::get_graced`] keeps an expired value readable for a
+//! the store: [`Store::get_graced`](crate::Store::get_graced) keeps an expired value readable for a
 //! while; the server decides who refills it.
 
 use crate::shard::{Found, Why};
-use crate::{item, Departures, Item, Lookup, Mode, NewVersion, Store, StoreResult, Time, Unreported, Write};
+use crate::{item, Departures, Item, Lookup, NewVersion, Store, Time};
 
 /// What a meta get may do besides reading.
 #[derive(Clone, Copy, Debug, Default)]
@@ -74,13 +74,15 @@ pub struct MetaItem<'a> {
     pub size: u64,
 }
 
-impl Store {
-    /// A meta get (`mg`): look up, optionally vivify, touch, and decide who
-    /// wins a refill. `read` runs under the shard lock.
-    pub fn meta_get<R>(&self, key: &[u8], now: Time, opts: &MetaGet, read: impl FnOnce(&MetaItem<'_>) -> R) -> Lookup<R> {
-        self.meta_get_to(key, now, opts, &mut Unreported, read)
-    }
+/// `md … I`'s arguments: see [`Reporting::invalidate_charged`](crate::Reporting::invalidate_charged).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Invalidate {
+    pub cas: Option<u64>,
+    pub exptime: Option<Time>,
+    pub new_cas: Option<u64>,
+}
 
+impl Store {
     pub(crate) fn meta_get_to<R>(
         &self,
         key: &[u8],
@@ -147,43 +149,15 @@ impl Store {
         Lookup::Hit(read(&view))
     }
 
-    /// `md … I`: mark a live item stale instead of deleting it, with a new
-    /// (larger) CAS and optionally a new expiry; the win token is cleared so
-    /// the next reader wins the refill. `cas`: only if the item's CAS matches.
-    pub fn invalidate(
-        &self,
-        key: &[u8],
-        now: Time,
-        cas: Option<u64>,
-        exptime: Option<Time>,
-        new_cas: Option<u64>,
-    ) -> crate::DeleteOutcome {
-        self.invalidate_charged(key, now, cas, exptime, new_cas).0
-    }
-
-    /// [`invalidate`](Self::invalidate), with what the stale copy charged
-    /// and the item it replaced released (nothing when no room for the copy
-    /// made it a removal, which the call reports as a departure, `Dropped`).
-    pub fn invalidate_charged(
-        &self,
-        key: &[u8],
-        now: Time,
-        cas: Option<u64>,
-        exptime: Option<Time>,
-        new_cas: Option<u64>,
-    ) -> (crate::DeleteOutcome, crate::Charge) {
-        self.invalidate_to(key, now, crate::reporting::Invalidate { cas, exptime, new_cas }, &mut Unreported)
-    }
-
     pub(crate) fn invalidate_to(
         &self,
         key: &[u8],
         now: Time,
-        inv: crate::reporting::Invalidate,
+        inv: Invalidate,
         d: &mut dyn Departures,
     ) -> (crate::DeleteOutcome, crate::Charge) {
         use crate::{Charge, DeleteOutcome};
-        let crate::reporting::Invalidate { cas, exptime, new_cas } = inv;
+        let Invalidate { cas, exptime, new_cas } = inv;
         let h = self.hasher.hash(key);
         let mut l = self.lock(h, now);
         let Found::Live(_, old) = l.g.lookup(h, key, now, &self.pool, d) else {
@@ -219,16 +193,6 @@ impl Store {
         (DeleteOutcome::Deleted, Charge { written: l.g.header(loc).total() as u64, released: l.g.last_replaced })
     }
 
-    /// A get for grace mode: an item that expired less than `grace` seconds
-    /// ago is still returned (and kept), with `true` meaning "expired, in
-    /// grace" (passed to `read`, which runs under the shard lock, so the
-    /// caller can decide there whether to serve the stale value). The server
-    /// decides who refills it; the store only keeps the old value readable
-    /// until a set replaces it or a delete removes it.
-    pub fn get_graced<R>(&self, key: &[u8], now: Time, grace: Time, read: impl FnOnce(&Item<'_>, bool) -> R) -> Lookup<R> {
-        self.get_graced_to(key, now, grace, &mut Unreported, read)
-    }
-
     pub(crate) fn get_graced_to<R>(
         &self,
         key: &[u8],
@@ -254,36 +218,13 @@ impl Store {
             (Found::Miss, _) => Lookup::Miss,
         }
     }
-
-    /// A meta set (`ms`): [`store_if`](Store::store_if) with [`WriteOptions`].
-    // Eight arguments, one per protocol field; larder-server calls it, so
-    // its signature changes together with larder-server/src.
-    #[allow(clippy::too_many_arguments)]
-    pub fn meta_store(
-        &self,
-        mode: Mode,
-        key: &[u8],
-        flags: u32,
-        exptime: Time,
-        value: &[u8],
-        now: Time,
-        opts: &WriteOptions,
-    ) -> StoreResult {
-        self.store_cond(&Write { mode, key, flags, exptime, value, landed: None }, now, opts)
-    }
-
-    /// Every storage command of every protocol, as the server issues it:
-    /// [`meta_store`](Self::meta_store) with what a successful write
-    /// charged (the new item) and released (the item it replaced).
-    pub fn write(&self, w: &Write<'_>, now: Time, opts: &WriteOptions) -> (StoreResult, crate::Charge) {
-        self.store_charged(w, now, opts, &mut Unreported)
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Config, DeleteOutcome};
+    use crate::ops::TestForms;
+    use crate::{Config, DeleteOutcome, Mode, StoreResult};
 
     fn store() -> Store {
         Store::new(Config { memory_limit: 8 << 20, ..Config::default() }).unwrap()

@@ -20,7 +20,7 @@ use crate::item::{self, Header};
 use crate::pool::Pool;
 use crate::ttl::{self, Slot, TTL_CLASSES};
 use crate::segment::{SegTable, Segment};
-use crate::dump::Departures;
+use crate::departures::Departures;
 use crate::ghost::Ghost;
 use crate::written::WriteTimes;
 use crate::{Item, Time};
@@ -96,6 +96,40 @@ pub(crate) enum Why {
     Expired,
     Flushed,
     Evicted,
+}
+
+impl Why {
+    /// What the caller's [`Departures`] sink is told: nothing for removals
+    /// a client asked for (the caller knows them).
+    #[inline]
+    fn departure(self) -> Option<crate::departures::Departure> {
+        use crate::departures::Departure;
+        match self {
+            Why::Evicted => Some(Departure::Evicted),
+            Why::Expired => Some(Departure::Expired),
+            Why::Flushed => Some(Departure::Flushed),
+            Why::Dropped => Some(Departure::Dropped),
+            Why::Replaced | Why::Deleted => None,
+        }
+    }
+}
+
+impl crate::evict::Candidates for Shard {
+    fn segs(&self) -> &SegTable {
+        &self.segs
+    }
+    fn is_flushed(&self, id: u32) -> bool {
+        Shard::is_flushed(self, id)
+    }
+    fn is_open(&self, id: u32) -> bool {
+        Shard::is_open(self, id)
+    }
+    fn open_main(&self) -> u32 {
+        self.open_main
+    }
+    fn reclaimable(&self, id: u32, now: Time) -> bool {
+        Shard::reclaimable(self, id, now)
+    }
 }
 
 pub(crate) struct Shard {
@@ -317,7 +351,9 @@ impl Shard {
     fn account_dead(&mut self, loc: Loc, why: Why, d: &mut dyn Departures) {
         let h = self.header(loc);
         let size = h.total();
-        crate::dump::report(d, self.key_at(loc), &h, why); // observability (dump.rs)
+        if let Some(why) = why.departure() {
+            crate::departures::report(d, self.key_at(loc), &h, why); // the caller's sink (departures.rs)
+        }
         let seg = self.segs.get_mut(loc.seg);
         seg.live_bytes -= size;
         seg.live_items -= 1;
@@ -753,7 +789,7 @@ impl Shard {
             self.segs.get_mut(dst.seg).buf[d..d + hlen].copy_from_slice(&hdr[..hlen]);
         }
         self.index.relocate(pos, dst, nf);
-        crate::dump::report_growth(d, key_in(&self.segs, dst), h, new_size - size);
+        crate::departures::report_growth(d, key_in(&self.segs, dst), h, new_size - size);
         true
     }
 
@@ -927,7 +963,7 @@ fn survivor_freq_sized(f: u8, from_main: bool, r: u8) -> Option<u8> {
 mod tests {
     use super::*;
     use crate::evict::Fifo;
-    use crate::dump::Unreported;
+    use crate::departures::Unreported;
 
     struct Fixture {
         pool: Pool,

@@ -322,12 +322,8 @@ fn read_all(r: &mut impl Read, buf: &mut [u8], what: &str) -> Result<(), Snapsho
 }
 
 impl Store {
-    /// Writes every live item (not expired, not flushed) to `w` in the
-    /// snapshot format (module docs), each shard's items oldest first,
-    /// holding one shard's lock at a time while its items are written:
-    /// meant for a stopped server (the graceful stop), where nothing waits
-    /// for those locks. `larder_version` is recorded in the header.
-    pub fn save_snapshot<W: io::Write>(&self, w: W, clock: SnapshotClock, larder_version: &str) -> io::Result<SaveReport> {
+    /// The body of [`Store::save_snapshot`].
+    pub(crate) fn save<W: io::Write>(&self, w: W, clock: SnapshotClock, larder_version: &str) -> io::Result<SaveReport> {
         let mut bw = BlockWriter { w, buf: Vec::with_capacity(BLOCK_TARGET), count: 0, seq: 0, items: 0, bytes: 0, payload_bytes: 0, max_cas: 0 };
         let (mut indexed, mut slots) = (0usize, 0usize);
         for s in self.shards.iter() {
@@ -395,10 +391,8 @@ impl Store {
         Ok(SaveReport { items: bw.items, bytes: bw.bytes, blocks })
     }
 
-    /// Reads a snapshot from `r` and stores its items (module docs). On any
-    /// error the store is flushed, so nothing read from a refused file can
-    /// be served. Meant for an empty store at start-up.
-    pub fn load_snapshot<R: Read + Send>(&self, r: R, clock: SnapshotClock) -> Result<LoadReport, SnapshotError> {
+    /// The body of [`Store::load_snapshot`].
+    pub(crate) fn load<R: Read + Send>(&self, r: R, clock: SnapshotClock) -> Result<LoadReport, SnapshotError> {
         let mut max_cas = 0;
         let result = self.load_inner(r, clock, &mut max_cas);
         if result.is_err() {
@@ -509,7 +503,7 @@ impl Store {
         let value = &buf[rec.value.clone()];
         let w = Write { mode: Mode::Set, key, flags: rec.flags, exptime, value, landed: None };
         let opts = WriteOptions { new_cas: Some(rec.cas), key_binary: rec.bits & BIT_KEY_BINARY != 0, ..WriteOptions::default() };
-        match self.store_cond(&w, clock.now, &opts) {
+        match self.write_to(&w, clock.now, &opts, &mut crate::Unreported).0 {
             StoreResult::Stored(_) => rep.items += 1,
             StoreResult::TooLarge => {
                 rep.too_large += 1;

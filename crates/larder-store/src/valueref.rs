@@ -5,7 +5,7 @@
 //! A [`ValueRef`] names a value by where it lies: its shard, its segment's
 //! id and generation, and the value's offset and length in that segment.
 //! Why that is enough to know the bytes are still the ones the reader saw
-//! ([`Store::copy_value`] checks the generation under the shard lock):
+//! ([`Store::copy_value`](crate::Store::copy_value) checks the generation under the shard lock):
 //!
 //! * Every installation of a segment draws a new generation from the
 //!   pool's global counter (`Pool::next_gen`), never reused; an id freed
@@ -37,7 +37,7 @@
 
 use crate::segment::SegTable;
 use crate::sync::Mutex;
-use crate::{Item, Store};
+use crate::Item;
 
 /// Where a value stored in a regular segment lies, valid while that
 /// segment keeps its generation. Small and `Copy`: holding one keeps
@@ -67,7 +67,7 @@ impl ValueRef {
 
 impl Item<'_> {
     /// A reference to this value for reading it later with
-    /// [`Store::copy_value`], if it lies in a regular segment; `None` for
+    /// [`Store::copy_value`](crate::Store::copy_value), if it lies in a regular segment; `None` for
     /// a large object (pin those: [`Item::pin`]).
     #[inline]
     pub fn value_ref(&self) -> Option<ValueRef> {
@@ -84,21 +84,8 @@ impl Item<'_> {
     }
 }
 
-impl Store {
-    /// Copies bytes `from..from + dst.len()` of the referenced value into
-    /// `dst`, if its segment still holds the bytes the reference was made
-    /// from (same generation); false, and `dst` untouched, if not. Takes
-    /// the shard's lock for the copy only.
-    pub fn copy_value(&self, r: &ValueRef, from: usize, dst: &mut [u8]) -> bool {
-        let Some(shard) = self.shards.get(r.shard as usize) else {
-            return false;
-        };
-        r.copy_out(&shard.0, |s| &s.segs, from, dst)
-    }
-}
-
 impl ValueRef {
-    /// [`Store::copy_value`] on the referenced shard's lock, `shard`, whose
+    /// [`Store::copy_value`](crate::Store::copy_value) on the referenced shard's lock, `shard`, whose
     /// segment table `segs` finds: under one holding of the lock, the
     /// segment must still be there with the reference's generation (so no
     /// eviction, reuse or compaction has touched its bytes since) and is

@@ -6,11 +6,30 @@
 //! store left empty.
 
 use larder_store::{
-    Config, Lookup, MetaGet, Mode, SnapshotClock, SnapshotError, Store, StoreResult, WriteOptions, SNAPSHOT_FORMAT_VERSION,
+    Config, DeleteOutcome, Lookup, MetaGet, Mode, SnapshotClock, SnapshotError, Store, StoreResult, Write, WriteOptions,
+    SNAPSHOT_FORMAT_VERSION,
 };
 use larder_testkit::values::{check_value, make_value};
 use larder_testkit::XorShift64;
 use std::collections::BTreeMap;
+
+/// The meta-protocol write and invalidate these tests were written with,
+/// as calls of the store's one write and one invalidate.
+trait MetaForms {
+    #[allow(clippy::too_many_arguments)]
+    fn meta_store(&self, mode: Mode, key: &[u8], flags: u32, exptime: u32, value: &[u8], now: u32, opts: &WriteOptions) -> StoreResult;
+    fn invalidate(&self, key: &[u8], now: u32, cas: Option<u64>, exptime: Option<u32>, new_cas: Option<u64>) -> DeleteOutcome;
+}
+
+impl MetaForms for Store {
+    fn meta_store(&self, mode: Mode, key: &[u8], flags: u32, exptime: u32, value: &[u8], now: u32, opts: &WriteOptions) -> StoreResult {
+        self.write(&Write { mode, key, flags, exptime, value, landed: None }, now, opts).0
+    }
+
+    fn invalidate(&self, key: &[u8], now: u32, cas: Option<u64>, exptime: Option<u32>, new_cas: Option<u64>) -> DeleteOutcome {
+        self.invalidate_charged(key, now, cas, exptime, new_cas).0
+    }
+}
 
 const MIB: usize = 1 << 20;
 
