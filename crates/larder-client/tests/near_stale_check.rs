@@ -65,8 +65,15 @@ impl Server {
             .stdout(Stdio::null())
             .spawn()
             .expect("start larder");
-        assert!(eventually(Duration::from_secs(20), || TcpStream::connect(("127.0.0.1", port)).is_ok()), "larder did not start on {port}");
-        Server { child, port }
+        let mut s = Server { child, port };
+        let up = eventually(Duration::from_secs(20), || {
+            if let Some(st) = s.child.try_wait().unwrap() {
+                panic!("larder {args:?} exited at start ({st}): does it know these flags (-o track_stream_kb is part of #28)?");
+            }
+            TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        assert!(up, "larder did not start on {port}");
+        s
     }
 
     fn raw(&self) -> larder_testkit::Client {
@@ -392,6 +399,7 @@ fn no_stale_read_beyond_the_bound_through_every_fault() {
     assert!(rig.proxies[CUT].as_ref().unwrap().cut_streams() >= 1, "the proxy saw client {CUT}'s stream");
     assert!(eventually(Duration::from_secs(5), || rig.clients[0].metrics().flushes > before[0] && rig.clients[CUT].metrics().flushes > before[CUT]), "a killed stream flushes");
     all_streams_up(&rig, "stream killed");
+    steady(1, Duration::from_secs(1));
     steady(2, Duration::from_secs(2));
 
     // 3: overflow. Client VICTIM (broadcast, every key) stalls as a whole
