@@ -299,7 +299,10 @@ fn build_tier(o: &Opts) -> Tier {
     }
 }
 
-/// One record per measured operation: kind (0 read, 1 write), key, version
+/// A write made during the warm-up (kind 2).
+const WARMUP_WRITE: u64 = 2;
+
+/// One record per measured operation: kind (0 read, 1 write, 2 warm-up write), key, version
 /// (returned or written), start and end (wall ns), latency from schedule (ns).
 const REC: usize = 6;
 
@@ -376,6 +379,10 @@ fn child_main(o: Opts) {
                         Ok(v) if due >= measure_from => {
                             recs.extend_from_slice(&[is_write as u64, k, v, start, done, done - due]);
                         }
+                        // Warm-up writes count for the stale check (a read in
+                        // the window may return a version they superseded),
+                        // not for the figures.
+                        Ok(v) if is_write => recs.extend_from_slice(&[WARMUP_WRITE, k, v, start, done, 0]),
                         Ok(_) => {}
                         Err(e) => {
                             errors += 1;
@@ -548,7 +555,7 @@ fn run_mode(o: &Opts, mode: &str) -> Row {
     let _ = std::fs::remove_dir(&dir);
     // Writes per key, in version order (one writer per key).
     let mut writes: HashMap<u64, Vec<(u64, u64)>> = HashMap::new();
-    for r in recs.iter().filter(|r| r[0] == 1) {
+    for r in recs.iter().filter(|r| r[0] != 0) {
         writes.entry(r[1]).or_default().push((r[2], r[4]));
     }
     for w in writes.values_mut() {
@@ -562,6 +569,8 @@ fn run_mode(o: &Opts, mode: &str) -> Row {
     for r in &recs {
         if r[0] == 1 {
             write_lat.push(r[5]);
+        }
+        if r[0] != 0 {
             continue;
         }
         read_lat.push(r[5]);
@@ -581,7 +590,7 @@ fn run_mode(o: &Opts, mode: &str) -> Row {
     write_lat.sort_unstable();
     Row {
         mode: mode.to_string(),
-        ops_per_s: recs.len() as f64 / o.secs,
+        ops_per_s: (read_lat.len() + write_lat.len()) as f64 / o.secs,
         read_p: [pct(&read_lat, 50.0), pct(&read_lat, 95.0), pct(&read_lat, 99.0)],
         svc_p50_us: pct(&svc_lat, 50.0) * 1e3,
         svc_p99: pct(&svc_lat, 99.0),
