@@ -254,7 +254,7 @@ impl BackendConn {
 
 /// What one app process reads through.
 enum Tier {
-    Larder(Client),
+    Larder(Box<Client>),
     Moka(moka::sync::Cache<u64, Arc<[u8]>>),
 }
 
@@ -273,7 +273,7 @@ fn build_tier(o: &Opts) -> Tier {
     let mut cfg = Config::new([o.server.clone()]);
     cfg.pool_size = o.threads;
     match o.mode.as_str() {
-        "larder" => Tier::Larder(Client::new(cfg).expect("client")),
+        "larder" => Tier::Larder(Box::new(Client::new(cfg).expect("client"))),
         "near-track" => {
             cfg.near = near(Invalidation::Tracking);
             let c = Client::new(cfg).expect("client");
@@ -282,11 +282,11 @@ fn build_tier(o: &Opts) -> Tier {
                 assert!(t0.elapsed() < Duration::from_secs(5), "the invalidation stream did not come up");
                 std::thread::sleep(Duration::from_millis(10));
             }
-            Tier::Larder(c)
+            Tier::Larder(Box::new(c))
         }
         "near-ttl-larder" => {
             cfg.near = near(Invalidation::TtlOnly);
-            Tier::Larder(Client::new(cfg).expect("client"))
+            Tier::Larder(Box::new(Client::new(cfg).expect("client")))
         }
         "near-ttl" => Tier::Moka(
             moka::sync::Cache::builder()

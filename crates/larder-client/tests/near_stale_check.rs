@@ -109,7 +109,7 @@ impl Drop for Server {
 struct Proxy {
     port: u16,
     paused: Arc<AtomicBool>,
-    streams: Arc<Mutex<Vec<(TcpStream, TcpStream)>>>,
+    streams: Registry,
 }
 
 impl Proxy {
@@ -117,7 +117,7 @@ impl Proxy {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = l.local_addr().unwrap().port();
         let paused = Arc::new(AtomicBool::new(false));
-        let streams: Arc<Mutex<Vec<(TcpStream, TcpStream)>>> = Arc::default();
+        let streams: Registry = Arc::default();
         let (p2, s2) = (paused.clone(), streams.clone());
         thread::spawn(move || {
             for down in l.incoming() {
@@ -163,6 +163,11 @@ impl Proxy {
     }
 }
 
+/// The stream connections a proxy has seen (client side, server side).
+type Registry = Arc<Mutex<Vec<(TcpStream, TcpStream)>>>;
+/// (this pair is a stream, streams are paused).
+type Hold = (Arc<AtomicBool>, Arc<AtomicBool>);
+
 /// Copies `from` to `to` until either closes, then closes both. `sniff` sees
 /// the first chunk (true: this pair is a stream; it is registered so it can be
 /// cut). `hold`: while the pair is a stream and the flag is set, stop reading.
@@ -170,8 +175,8 @@ fn pump(
     mut from: TcpStream,
     mut to: TcpStream,
     sniff: impl Fn(&[u8]) -> bool,
-    hold: Option<(Arc<AtomicBool>, Arc<AtomicBool>)>,
-    registry: Option<Arc<Mutex<Vec<(TcpStream, TcpStream)>>>>,
+    hold: Option<Hold>,
+    registry: Option<Registry>,
 ) {
     let mut buf = vec![0u8; 64 * 1024];
     let mut first = true;
@@ -335,9 +340,9 @@ fn no_stale_read_beyond_the_bound_through_every_fault() {
         }));
     }
     let mut readers = Vec::new();
-    for ci in 0..CLIENTS {
+    for (ci, (client, hold)) in rig.clients.iter().zip(&holds).enumerate() {
         for r in 0..READERS_PER_CLIENT {
-            let (c, stop, phase, hold, errs) = (rig.clients[ci].clone(), stop.clone(), phase.clone(), holds[ci].clone(), read_errors.clone());
+            let (c, stop, phase, hold, errs) = (client.clone(), stop.clone(), phase.clone(), hold.clone(), read_errors.clone());
             readers.push(thread::spawn(move || {
                 let mut rng = 0x2545_F491_4F6C_DD1Du64 ^ ((ci * 16 + r) as u64 + 7);
                 let mut seen: Vec<Read_> = Vec::new();
