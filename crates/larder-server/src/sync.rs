@@ -1,9 +1,10 @@
 //! The synchronization of the server's shared state whose correctness is
-//! about interleavings — the connection budget ([`budget`](super::budget))
-//! and coalesced cold misses ([`coalesce`](super::coalesce)) — behind one
+//! about interleavings — the connection budget (`connmem::budget`),
+//! coalesced cold misses (`stampede::coalesce`) and near-cache tracking
+//! (`track`, whose own flaws are in `track::sync`) — behind one
 //! door, so that a `--cfg larder_loom` build swaps in loom's model types and its
 //! models (`tests/loom_*.rs`, run by `scripts/loom`) check every
-//! interleaving of them. Everything else in `state` keeps `std`.
+//! interleaving of them. Everything else keeps `std`.
 //!
 //! The cfg is `larder_loom`, not the usual `loom`, so that dependencies with
 //! loom modes of their own (tokio compiles `tokio::net` out under
@@ -21,13 +22,13 @@
 #[cfg(not(larder_loom))]
 pub use std::sync::{
     atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize},
-    Mutex,
+    Mutex, MutexGuard, RwLock,
 };
 
 #[cfg(larder_loom)]
 pub use loom::sync::{
     atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize},
-    Mutex,
+    Mutex, MutexGuard, RwLock,
 };
 
 /// Marks a `SeqCst` write that a later `SeqCst` read of another atomic, in

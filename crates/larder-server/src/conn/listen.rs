@@ -220,7 +220,7 @@ fn write_port_file(path: &std::path::Path, listeners: &[Listener], udp: &[std::n
     std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, path)).map_err(|e| format!("failed to write the port file {}: {e}", path.display()))
 }
 
-const REJECT: &[u8] = b"ERROR Too many open connections\r\n";
+const REJECT: &[u8] = larder_proto::reply::TOO_MANY_CONNECTIONS_LINE;
 
 /// Accept connections forever (until the server stops), dealing them out.
 pub fn run_acceptor(srv: Arc<Server>, mut listeners: Vec<Listener>, inboxes: Vec<Arc<Inbox>>) {

@@ -6,7 +6,7 @@
 //!   reaches it ([`Output::should_pause`]), and resume when the socket has
 //!   taken it. So many keys or a deep pipeline never pile up in memory.
 //! * `room`: how many bytes the buffer may still grow by, from the worker's
-//!   connection budget (`conn::budget`). A value is copied into the output
+//!   connection budget (`connmem::budget`). A value is copied into the output
 //!   whole (the store's item may change or move once its lock is released,
 //!   so a reply cannot be left half-copied), so before a value is encoded
 //!   the front end asks [`Output::reserve`]; a value that does not fit is

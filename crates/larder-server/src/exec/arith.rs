@@ -1,7 +1,7 @@
 //! Counters: `incr decr` (text), `ma` (meta), `INCREMENT DECREMENT` and
 //! their quiet forms (binary).
 //!
-//! One store call for all of them (`Store::arith_meta`: an optional CAS to
+//! One store call for all of them (`Store::arith_charged`: an optional CAS to
 //! compare, an optional new CAS). Binary and meta may create a missing
 //! counter with an initial value (add semantics, flags 0); meta may also set
 //! the expiry of an existing one (`T`). A successful change ends the key's

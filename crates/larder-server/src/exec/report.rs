@@ -135,7 +135,7 @@ pub fn stats(srv: &Server, args: &[u8], now: Time, out: &mut Vec<u8>) {
                     srv.observer.prefixes.set_detail(w == b"on");
                     out.extend_from_slice(reply::OK);
                 }
-                _ => reply::line(out, "CLIENT_ERROR usage: stats detail on|off|dump"),
+                _ => reply::line(out, reply::STATS_DETAIL_USAGE),
             }
         }
         Some(w @ (b"prefixes" | b"hotkeys" | b"bigkeys")) if words.next().is_none() => {
@@ -182,20 +182,20 @@ const CACHEDUMP_MAX: usize = 2 * 1024 * 1024;
 /// memcached for ASCII keys without `%`, one safe word for the rest.
 fn cachedump(srv: &Server, args: &[&[u8]], now: Time, out: &mut Vec<u8>) {
     if !srv.settings.dump_enabled {
-        reply::line(out, "CLIENT_ERROR stats cachedump not allowed");
+        reply::line(out, reply::CACHEDUMP_NOT_ALLOWED);
         return;
     }
     if args.len() < 2 {
-        reply::line(out, "CLIENT_ERROR bad command line");
+        reply::line(out, reply::BAD_COMMAND_LINE);
         return;
     }
     let number = |w: &[u8]| std::str::from_utf8(w).ok().and_then(|s| s.parse::<u32>().ok());
     let (Some(class), Some(limit)) = (number(args[0]), number(args[1])) else {
-        reply::line(out, "CLIENT_ERROR bad command line format");
+        reply::line(out, reply::BAD_FORMAT);
         return;
     };
     if class >= 64 {
-        reply::line(out, "CLIENT_ERROR Illegal slab id");
+        reply::line(out, reply::ILLEGAL_SLAB_ID);
         return;
     }
     let start = out.len();

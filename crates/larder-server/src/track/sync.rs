@@ -2,22 +2,11 @@
 //! `--cfg larder_loom` build swaps in loom's model types (the model is
 //! `tests/loom_track.rs`, run by `scripts/loom`).
 //!
-//! Why not `state::sync`: the server aggregate (`state`) will own the
-//! tracker, so `track` sits below `state` in the layer order and may not
-//! import from it. This is the same few re-exports, plus the tracker's own
-//! deliberate flaws for the model to catch.
+//! The types are the crate's (`crate::sync`, std or loom); what is the
+//! tracker's own here is [`lock`] and the deliberate flaws its model must
+//! catch.
 
-#[cfg(not(larder_loom))]
-pub use std::sync::{
-    atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize},
-    Mutex, MutexGuard, RwLock,
-};
-
-#[cfg(larder_loom)]
-pub use loom::sync::{
-    atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize},
-    Mutex, MutexGuard, RwLock,
-};
+pub use crate::sync::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Mutex, MutexGuard, RwLock};
 
 /// Lock, recovering from poisoning: a panicking request never leaves the
 /// table half-edited in a way later calls rely on (every edit keeps the

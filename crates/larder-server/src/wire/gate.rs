@@ -64,10 +64,10 @@ const LINE_MAX: usize = 2048;
 /// its `\r\n` must fit in.
 const BLOCK_MAX: usize = 16 * 1024;
 
-pub const UNAUTHENTICATED: &str = "CLIENT_ERROR unauthenticated";
-pub const FAILURE: &str = "CLIENT_ERROR authentication failure";
-pub const BAD_TERMINATION: &str = "CLIENT_ERROR bad command line termination";
-pub const BAD_FORMAT: &str = "CLIENT_ERROR bad authentication token format";
+pub const UNAUTHENTICATED: &str = larder_proto::reply::UNAUTHENTICATED;
+pub const FAILURE: &str = larder_proto::reply::AUTHENTICATION_FAILURE;
+pub const BAD_TERMINATION: &str = larder_proto::reply::BAD_TERMINATION;
+pub const BAD_FORMAT: &str = larder_proto::reply::BAD_AUTH_TOKEN_FORMAT;
 pub const STORED: &str = "STORED";
 
 /// What to do with the bytes at the front of an unauthenticated buffer.

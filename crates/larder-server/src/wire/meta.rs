@@ -89,7 +89,7 @@ fn set(cx: &mut Ctx<'_>, req: &MetaRequest<'_>, out: &mut Output) {
         StoreResult::Exists => (MetaStatus::Ex, 0),
         StoreResult::NotFound => (MetaStatus::Nf, 0),
         StoreResult::TooLarge => return reply::line(out, larder_proto::text::TOO_LARGE),
-        StoreResult::OutOfMemory => return reply::line(out, "SERVER_ERROR out of memory storing object"),
+        StoreResult::OutOfMemory => return reply::line(out, reply::OUT_OF_MEMORY_STORING),
     };
     meta::ms(out, req, status, cas);
 }
@@ -137,8 +137,8 @@ fn arith(cx: &mut Ctx<'_>, req: &MetaRequest<'_>, out: &mut Output) {
         Counted::Exists => MaOutcome::Exists,
         Counted::CreateNotStored => MaOutcome::NotStored,
         Counted::NonNumeric => return reply::line(out, meta::NON_NUMERIC),
-        Counted::OutOfMemory => return reply::line(out, "SERVER_ERROR out of memory"),
-        Counted::CreateOutOfMemory => return reply::line(out, "SERVER_ERROR Out of memory allocating new item"),
+        Counted::OutOfMemory => return reply::line(out, reply::OUT_OF_MEMORY),
+        Counted::CreateOutOfMemory => return reply::line(out, reply::OUT_OF_MEMORY_ALLOCATING),
     };
     meta::ma(out, req, &outcome);
 }

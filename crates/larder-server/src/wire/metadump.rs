@@ -28,15 +28,15 @@ pub fn start(srv: &Server, words: &[&[u8]], pipelined: bool, out: &mut Vec<u8>) 
         return None;
     };
     if !srv.settings.lru_crawler {
-        larder_proto::reply::line(out, "CLIENT_ERROR lru crawler disabled");
+        larder_proto::reply::line(out, larder_proto::reply::LRU_CRAWLER_DISABLED);
         return None;
     }
     if !srv.settings.dump_enabled {
-        larder_proto::reply::line(out, "ERROR metadump not allowed");
+        larder_proto::reply::line(out, larder_proto::reply::METADUMP_NOT_ALLOWED);
         return None;
     }
     if pipelined {
-        larder_proto::reply::line(out, "ERROR cannot pipeline other commands before metadump");
+        larder_proto::reply::line(out, larder_proto::reply::METADUMP_PIPELINED);
         return None;
     }
     Some(Dump { shard: 0, after_gen: 0, prefix: args.prefix.map(<[u8]>::to_vec) })

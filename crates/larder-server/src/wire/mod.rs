@@ -226,7 +226,7 @@ impl Conversation {
     pub fn refuse_block(&self, front: &[u8], out: &mut Vec<u8>) {
         match self.wire {
             Wire::Binary => binary::refuse_block(front, out),
-            _ => larder_proto::reply::line(out, "SERVER_ERROR out of memory storing object"),
+            _ => larder_proto::reply::line(out, larder_proto::reply::OUT_OF_MEMORY_STORING),
         }
     }
 }

@@ -72,7 +72,7 @@ pub fn step(conv: &mut Conversation, cx: &mut Ctx<'_>, input: Input<'_>, out: &m
 }
 
 /// memcached's reply when a get's response cannot be buffered.
-pub const OOM_WRITING_GET: &str = "SERVER_ERROR out of memory writing get response";
+pub const OOM_WRITING_GET: &str = reply::OUT_OF_MEMORY_WRITING_GET;
 
 /// Execute `req`, appending its reply (if any) to `out`. `resume`: keys of
 /// a multi-key get already answered before it paused ([`After::Paused`]).
@@ -99,8 +99,8 @@ fn execute(cx: &mut Ctx<'_>, req: Request<'_>, out: &mut Output, resume: usize) 
                 StoreResult::NotStored => reply::NOT_STORED,
                 StoreResult::Exists => reply::EXISTS,
                 StoreResult::NotFound => reply::NOT_FOUND,
-                StoreResult::TooLarge => b"SERVER_ERROR object too large for cache\r\n",
-                StoreResult::OutOfMemory => b"SERVER_ERROR out of memory storing object\r\n",
+                StoreResult::TooLarge => reply::TOO_LARGE_LINE,
+                StoreResult::OutOfMemory => reply::OUT_OF_MEMORY_STORING_LINE,
             };
             if !noreply {
                 out.extend_from_slice(line);
@@ -140,14 +140,12 @@ fn execute(cx: &mut Ctx<'_>, req: Request<'_>, out: &mut Output, resume: usize) 
         }
         Request::FlushAll { delay, noreply } => match exec::flush::flush_all(cx, delay) {
             // memcached refuses even under noreply.
-            Err(exec::flush::NotAllowed) => reply::line(out, "CLIENT_ERROR flush_all not allowed"),
+            Err(exec::flush::NotAllowed) => reply::line(out, reply::FLUSH_ALL_NOT_ALLOWED),
             Ok(()) if !noreply => out.extend_from_slice(reply::OK),
             Ok(()) => {}
         },
         Request::Version => {
-            out.extend_from_slice(b"VERSION ");
-            out.extend_from_slice(crate::counters::VERSION.as_bytes());
-            out.extend_from_slice(b"\r\n");
+            reply::version(out, crate::counters::VERSION);
         }
         Request::Verbosity { level, noreply } => {
             exec::admin::verbosity(cx, level);
@@ -159,7 +157,7 @@ fn execute(cx: &mut Ctx<'_>, req: Request<'_>, out: &mut Output, resume: usize) 
         Request::Stats { args } => crate::exec::report::stats(cx.srv, args, cx.now, out),
         Request::Shutdown { graceful } => match exec::admin::shutdown(cx, graceful) {
             Ok(()) => return After::Close,
-            Err(_) => reply::line(out, "ERROR: shutdown not enabled"),
+            Err(_) => reply::line(out, reply::SHUTDOWN_NOT_ENABLED),
         },
         Request::CacheMemlimit { megabytes, noreply } => {
             use exec::admin::MemlimitRefused;
@@ -167,12 +165,12 @@ fn execute(cx: &mut Ctx<'_>, req: Request<'_>, out: &mut Output, resume: usize) 
                 Ok(()) if !noreply => out.extend_from_slice(reply::OK),
                 Ok(()) => {}
                 Err(MemlimitRefused::TooSmall) => {
-                    reply::line(out, "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m")
+                    reply::line(out, reply::MEMLIMIT_TOO_SMALL)
                 }
                 Err(MemlimitRefused::NotMegabytes) => {
-                    reply::line(out, "MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes")
+                    reply::line(out, reply::MEMLIMIT_ADJUST_FAILED)
                 }
-                Err(MemlimitRefused::Failed) if !noreply => reply::line(out, "SERVER_ERROR cannot change memory limit"),
+                Err(MemlimitRefused::Failed) if !noreply => reply::line(out, reply::CANNOT_CHANGE_MEMORY_LIMIT),
                 Err(MemlimitRefused::Failed) => {}
             }
         }
@@ -271,8 +269,8 @@ fn arith_reply(outcome: exec::arith::Counted, out: &mut Output) {
     match outcome {
         Counted::Value { value, .. } | Counted::Created { value, .. } => reply::number(out, value),
         Counted::NotFound | Counted::Exists | Counted::CreateNotStored => out.extend_from_slice(reply::NOT_FOUND),
-        Counted::NonNumeric => reply::line(out, "CLIENT_ERROR cannot increment or decrement non-numeric value"),
-        Counted::OutOfMemory | Counted::CreateOutOfMemory => reply::line(out, "SERVER_ERROR out of memory"),
+        Counted::NonNumeric => reply::line(out, reply::NON_NUMERIC),
+        Counted::OutOfMemory | Counted::CreateOutOfMemory => reply::line(out, reply::OUT_OF_MEMORY),
     }
 }
 
@@ -300,7 +298,7 @@ fn triage<'a>(cx: &mut Ctx<'_>, parsed: Parsed<'a>, out: &mut Output) -> Triaged
         Parsed::Error { error, consumed, swallow } => {
             // memcached without -A refuses every shutdown line the same way.
             let error = if error == text::INVALID_SHUTDOWN && !cx.srv.settings.enable_shutdown {
-                "ERROR: shutdown not enabled"
+                reply::SHUTDOWN_NOT_ENABLED
             } else {
                 error
             };
@@ -334,15 +332,15 @@ fn watch_start(srv: &crate::state::server::Server, args: &[u8], pipelined: bool,
         }
     };
     if !srv.log.enabled() {
-        reply("CLIENT_ERROR watch commands not allowed");
+        reply(larder_proto::reply::WATCH_NOT_ALLOWED);
         return None;
     }
     if pipelined {
-        reply("ERROR cannot pipeline other commands before watch");
+        reply(larder_proto::reply::WATCH_PIPELINED);
         return None;
     }
     let Some(flags) = larder_observe::watch::WatchFlags::parse(&words) else {
-        reply("ERROR");
+        reply(larder_proto::reply::UNKNOWN);
         return None;
     };
     match srv.log.reserve(&flags) {
