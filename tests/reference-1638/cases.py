@@ -74,6 +74,8 @@ CASES = [
     Case("ms MA without N on a miss", s(b"ms k 2 MA\r\nxy\r\n", b"mg k v\r\n")),
     Case("ms MA C on a miss and a hit", s(b"ms k 2 MA C5000 T30\r\nhi\r\n", b"ms k 2 MA T30\r\nhi\r\n",
                                           b"ms k 2 T30\r\nho\r\n", b"ms k 2 MA C1 T30\r\nhi\r\n", b"mg k v\r\n")),
+    Case("ms MA and MA N keep the item's TTL", s(b"ms k 2 T100\r\nab\r\n", b"ms k 2 MA T30\r\ncd\r\n",
+                                                 b"ms k 2 MA N30\r\nef\r\n", b"mg k t v\r\n")),
     Case("ms MA N s", s(b"ms k 2 MA N30 s\r\nmo\r\n", b"ms k 2 MA N30 s\r\nko\r\n", b"mg k v s\r\n")),
     Case("ms MP N keeps the first flags", s(b"ms k 1 MP N0 F3\r\nb\r\n", b"ms k 1 MP N0 F9\r\na\r\n", b"mg k v f\r\n")),
     Case("ms s k O q", s(b"ms k 3 s k O7 q\r\nabc\r\n", b"ms k 2 ME s O8\r\nxy\r\n", b"mn\r\n")),
