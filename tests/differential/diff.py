@@ -233,7 +233,13 @@ class Gen:
             extra = b" 0"
         elif x < 0.15:
             extra = r.choice([b" 5", b" abc", b" 0 noreply", b" noreply extra"])
-        return [b"delete " + self.key() + extra + self.nr(0.15) + b"\r\n"]
+        key = self.key()
+        tail = extra + self.nr(0.15)
+        if self.no_delete_extra and tail not in (b"", b" 0", b" noreply", b" 0 noreply"):
+            # larder follows memcached 1.6.40 (tokens after the key ignored, a final
+            # `noreply` kept); 1.6.18 refuses them. Only the forms both accept stay.
+            tail = b" noreply" if tail.endswith(b" noreply") else b""
+        return [b"delete " + key + tail + b"\r\n"]
 
     def misc(self):
         r = self.r
@@ -318,9 +324,10 @@ class Gen:
         return head.split(b" ", 1)[0] in (b"get", b"gets", b"gat", b"gats") and \
             any(len(t) > 250 for t in head.split())
 
-    def stream(self, count, no_stats=False, no_long_key_gat=False):
+    def stream(self, count, no_stats=False, no_long_key_gat=False, no_delete_extra=False):
         self.no_stats = no_stats
         self.no_long_key_gat = no_long_key_gat
+        self.no_delete_extra = no_delete_extra
         batches, n = [], 0
         while n < count:
             k = min(count - n, self.r.choice([1, 1, 1, 2, 3, 5]))
@@ -579,6 +586,8 @@ def main(argv=None):
     ap.add_argument("--no-stats", action="store_true", help="never send stats")
     ap.add_argument("--no-long-key-gat", action="store_true",
                     help="no key over 250 bytes in gat/gats (memcached touches the keys before it)")
+    ap.add_argument("--no-delete-extra", action="store_true",
+                    help="no delete with tokens after the key but `0`/`noreply` (larder follows 1.6.40 there)")
     ap.add_argument("--print", action="store_true", help="print the stream instead of running it")
     ap.add_argument("--trace", help="print every batch that names this key, with both replies")
     ap.add_argument("--probe", help="send `get KEY` after every batch (finds where a key's state diverges)")
@@ -590,7 +599,8 @@ def main(argv=None):
         jobs = [(data["label"] + "-replay", decode_batches(data["batches"]))]
     else:
         seeds = parse_seeds(args.seeds) if args.seeds else [args.seed if args.seed is not None else 1]
-        jobs = [(f"seed-{s}", Gen(s).stream(args.count, args.no_stats, args.no_long_key_gat)) for s in seeds]
+        jobs = [(f"seed-{s}", Gen(s).stream(args.count, args.no_stats, args.no_long_key_gat,
+                                                    args.no_delete_extra)) for s in seeds]
     if args.print:
         for label, batches in jobs:
             for batch in batches:

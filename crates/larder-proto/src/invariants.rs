@@ -258,7 +258,7 @@ fn check_meta(used: &[u8], m: &MetaRequest<'_>) {
         meta::MetaStatus::Nf,
     ] {
         out.clear();
-        meta::ms(&mut out, m, st, u64::MAX);
+        meta::ms(&mut out, m, st, u64::MAX, usize::MAX);
         assert!(lines(&out));
         out.clear();
         meta::md(&mut out, m, st);

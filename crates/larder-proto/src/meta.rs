@@ -3,17 +3,23 @@
 //! encoders for their replies.
 //!
 //! Everything follows memcached 1.6.18 (`proto_text.c`), byte for byte,
-//! including its quirks:
+//! including its quirks, except where a later release (1.6.20 to 1.6.40)
+//! changed what the meta commands answer; larder follows the newer release
+//! there (the list below says which).
 //!
 //! * Return flags come back in the order the client sent them (not in a
 //!   fixed order). `mg` then appends `Z`, `X`, `W` in that order.
 //! * A flag is identified by the first byte of its token; any token whose
 //!   first byte was seen before is `CLIENT_ERROR duplicate flag`, so `v` and
 //!   `vv`, or `O1` and `O2`, clash. Every command accepts every known flag
-//!   letter (`b N T R l O P L k s t c f v h u q F C M J D I`) and ignores the
-//!   ones it has no use for; any other letter is `CLIENT_ERROR invalid flag`.
-//!   One extension: `E<cas>` (explicit CAS for the item written), which
-//!   memcached added after 1.6.18, is accepted.
+//!   letter (`b N T R l O P L k s t c f v h u q F C M J D I`, and since
+//!   1.6.27 `x` and `E`) and ignores the ones it has no use for; any other
+//!   letter is `CLIENT_ERROR invalid flag`.
+//! * Newer releases: `E<cas>` (explicit CAS for the item written), `ms s`
+//!   (1.6.20: the stored size, after an append the combined one), `ms MA`/
+//!   `MP` with `N` (1.6.20: create on a miss), `md x` (1.6.27: empty the
+//!   value, keep the item), `mg C<cas>` with `v` (1.6.40: no value when the
+//!   CAS matches), `me`'s `exp=` as the seconds remaining (1.6.24).
 //! * Errors are always sent, even under `q`; `q` only hides some nominal
 //!   replies (see [`suppressed`]).
 //! * `b`: the key is base64 (memcached's lenient decoder: bytes outside the
@@ -588,8 +594,9 @@ fn preparse<'a>(
                 None => failed = Some(BAD_TOKEN),
             },
             b'O' => f.opaque = tok,
+            // `x` (1.6.27): `md` empties the value; the others ignore it.
             b'l' | b'P' | b'L' | b'k' | b's' | b't' | b'c' | b'f' | b'v' | b'h' | b'u' | b'q'
-            | b'I' => {}
+            | b'I' | b'x' => {}
             b'F' => match safe_u32(arg) {
                 Some(v) => f.client_flags = v,
                 None => failed = Some(failed.unwrap_or(BAD_FORMAT)),
@@ -598,9 +605,8 @@ fn preparse<'a>(
                 Some(v) => f.cas = Some(v),
                 None => failed = Some(BAD_TOKEN),
             },
-            // `E<cas>`: the CAS a write gives the item. Newer memcached
-            // releases have it; 1.6.18 answers `invalid flag`. larder
-            // accepts it (the one flag where it follows the newer protocol).
+            // `E<cas>` (1.6.27): the CAS a write gives the item; 1.6.18
+            // answers `invalid flag`.
             b'E' => match safe_u64(arg) {
                 Some(v) => f.new_cas = Some(v),
                 None => failed = Some(BAD_TOKEN),
@@ -769,8 +775,8 @@ pub struct MgItem<'v> {
     pub won: bool,
 }
 
-/// `mg` hit: `VA <len> <flags>*\r\n<data>\r\n` (with `v`) or
-/// `HD <flags>*\r\n`. Return flags `s t c f l h O k` in request order,
+/// `mg` hit: `VA <len> <flags>*\r\n<data>\r\n` (with `v`, unless `C`
+/// names the item's CAS) or `HD <flags>*\r\n`. Return flags `s t c f l h O k` in request order,
 /// then `Z`, `X`, `W`. Never hidden by `q`. An `O` token longer than 32
 /// bytes gives [`OPAQUE_TOO_LONG`] instead (memcached noticed after the
 /// fetch, and had applied a `T` that came before the `O`).
@@ -788,7 +794,9 @@ pub fn mg_hit_head(out: &mut Vec<u8>, req: &MetaRequest<'_>, item: &MgItem<'_>) 
         opaque_error(out);
         return false;
     }
-    let value = req.flags.has(b'v');
+    // 1.6.40: `C<cas>` on `mg` withholds the value when the CAS matches
+    // (a conditional fetch); every other flag acts as usual.
+    let value = req.flags.has(b'v') && req.flags.cas != Some(item.cas);
     if value {
         out.extend_from_slice(b"VA ");
         push_u64(out, item.value.len() as u64);
@@ -852,10 +860,12 @@ fn status_with_opaque_key(out: &mut Vec<u8>, req: &MetaRequest<'_>, status: Meta
     out.extend_from_slice(b"\r\n");
 }
 
-/// `ms` result: `HD`/`NS`/`EX`/`NF` then `O k c` in request order. `cas`
+/// `ms` result: `HD`/`NS`/`EX`/`NF` then `O k c s` in request order. `cas`
 /// is the stored item's new CAS (memcached prints `c0` when nothing was
-/// stored). `HD` is hidden by `q`.
-pub fn ms(out: &mut Vec<u8>, req: &MetaRequest<'_>, status: MetaStatus, cas: u64) {
+/// stored); `size` is what `s` prints (1.6.20): the stored value's length,
+/// the combined one after an append or prepend, else the data's length.
+/// `HD` is hidden by `q`.
+pub fn ms(out: &mut Vec<u8>, req: &MetaRequest<'_>, status: MetaStatus, cas: u64, size: usize) {
     if req.quiet() && status == MetaStatus::Hd {
         return;
     }
@@ -865,6 +875,7 @@ pub fn ms(out: &mut Vec<u8>, req: &MetaRequest<'_>, status: MetaStatus, cas: u64
             b'O' => push_opaque(out, req),
             b'k' => push_key(out, req.key(), req.key_binary()),
             b'c' => push_flag(out, b'c', cas),
+            b's' => push_flag(out, b's', size as u64),
             _ => {}
         }
     }
@@ -981,8 +992,8 @@ pub fn mn(out: &mut Vec<u8>) {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MeItem {
     /// Seconds remaining (`None`: never expires). memcached prints
-    /// `exp=-1` for never, and otherwise the remaining time *negated*
-    /// (`current_time - exptime`): an item with 30 s left shows `exp=-30`.
+    /// `exp=-1` for never, and otherwise the seconds remaining as a signed
+    /// 32-bit number (1.6.24; 1.6.18 printed them negated).
     pub ttl: Option<i64>,
     /// Seconds since last access (`la=`).
     pub last_access: u64,
@@ -1012,7 +1023,7 @@ pub fn me(out: &mut Vec<u8>, key: &[u8], item: &MeItem) {
     match item.ttl {
         None => out.extend_from_slice(b"-1"),
         Some(t) => {
-            let shown = (t as u32).wrapping_neg() as i32;
+            let shown = t as u32 as i32;
             if shown < 0 {
                 out.push(b'-');
             }

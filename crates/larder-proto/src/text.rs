@@ -177,9 +177,6 @@ pub enum Request<'a> {
 pub const INVALID_EXPTIME: &str = "CLIENT_ERROR invalid exptime argument";
 /// `incr`/`decr` with an unparsable delta.
 pub const INVALID_DELTA: &str = "CLIENT_ERROR invalid numeric delta argument";
-/// `delete` with a time other than `0`, or extra tokens (two spaces, sic).
-pub const DELETE_USAGE: &str =
-    "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]";
 /// `shutdown` with an argument other than `graceful`. memcached started
 /// without `-A` answers every `shutdown` line with `ERROR: shutdown not
 /// enabled` before looking at arguments: a server emulating that replaces
@@ -211,8 +208,8 @@ const MAX_LEADING_SPACES: usize = 100;
 ///   the arity check are suppressed by a final `noreply` token
 ///   ([`Parsed::Silent`]). A misspelled `noreply` is just an extra token
 ///   (`set k 0 0 1 norepl` stores and replies).
-/// * `delete k 0` and `delete k 0 noreply` are accepted; any other time is
-///   [`DELETE_USAGE`].
+/// * `delete <key>` ignores any tokens after the key but a final `noreply`
+///   (memcached 1.6.40; 1.6.18 accepted only `0` there).
 /// * A storage command's item size is checked (see [`item_size`]) as soon as
 ///   its line is complete; its data block is then swallowed unbuffered
 ///   ([`Parsed::TooLarge`]). Otherwise the data block is exactly `bytes + 2`
@@ -607,22 +604,18 @@ fn store<'a>(
     }
 }
 
-/// `delete <key> [0] [noreply]`: a hold time is a relic of 1.4; only `0`
-/// is still accepted.
+/// `delete <key> [anything] [noreply]` (memcached 1.6.40): the hold time
+/// of 1.4 and any other token after the key is ignored.
 fn delete<'a>(t: &Tokens<'a>, line: Line) -> Parsed<'a> {
-    if !(2..=4).contains(&t.len) {
+    if t.len < 2 {
         return line.error(ERROR);
     }
-    let mut noreply = false;
-    if t.len > 2 {
-        let hold_is_zero = t.get(2) == b"0";
-        noreply = t.noreply();
-        let valid =
-            (t.len == 3 && (hold_is_zero || noreply)) || (t.len == 4 && hold_is_zero && noreply);
-        if !valid {
-            return line.fail(DELETE_USAGE, noreply);
-        }
-    }
+    // memcached 1.6.40's parser: tokens after the key are ignored, except
+    // that a last one spelled exactly `noreply` silences the reply (even
+    // when it is the key, as there). 1.6.18 to 1.6.39 accepted only `0`
+    // and `noreply` there; memcached's own proxy forwards `delete k
+    // noreply` as `delete k noreplY`, which those refuse.
+    let noreply = t.noreply();
     let key = t.get(1);
     if !key_ok(key) {
         return line.fail(BAD_FORMAT, noreply);

@@ -5,7 +5,8 @@
 //! optional sign, decimal digits; overflow is an error), accepted only if
 //! something was converted and the character after the number is whitespace
 //! or NUL; a result that is negative as a signed 64-bit number is refused if
-//! the string contains a '-'. An empty value is non-numeric.
+//! the number (leading blanks, sign, digits) contains a '-'. An empty value
+//! is non-numeric.
 //!
 //! incr wraps at 2^64, decr stops at 0. When the new number's decimal form
 //! is not longer than the old value, memcached rewrites the value in place
@@ -67,11 +68,11 @@ pub fn parse(value: &[u8]) -> Option<u64> {
         return None;
     }
     let n = if neg { n.wrapping_neg() } else { n };
-    if (n as i64) < 0 {
-        let cstr = value.split(|&c| c == 0).next().unwrap_or(&[]);
-        if cstr.contains(&b'-') {
-            return None;
-        }
+    // Since 1.6.22 memcached looks for the '-' only in the number itself
+    // (sign and digits), not in what follows it: "18446744073709551615 -"
+    // is a number again (1.6.18 refused it).
+    if (n as i64) < 0 && value[..i.min(value.len())].contains(&b'-') {
+        return None;
     }
     Some(n)
 }
@@ -145,6 +146,9 @@ mod tests {
         assert_eq!(parse(b"0x10"), None);
         assert_eq!(parse(b"1.5"), None);
         assert_eq!(parse(b"\t7\n"), Some(7));
+        // 1.6.22: a '-' after the number does not make a large one negative.
+        assert_eq!(parse(b"18446744073709551615 -"), Some(u64::MAX));
+        assert_eq!(parse(b" -1 x"), None);
     }
 
     #[test]

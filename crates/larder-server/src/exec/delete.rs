@@ -5,11 +5,12 @@
 //! starts a new one at once. Under `-C`, keys hidden by the flush second
 //! are not found. `md … I` (invalidate) keeps the item, marked stale: to
 //! the per-prefix accounting that is a possible resize (the stale copy may
-//! store its CAS), not a removal.
+//! store its CAS), not a removal. `md … x` (memcached 1.6.27) empties the
+//! value and keeps the item ([`empty_value`]).
 
 use super::Ctx;
 use crate::counters::bump;
-use larder_store::{DeleteOutcome, Time};
+use larder_store::{DeleteOutcome, Mode, StoreResult, Time, WriteOptions};
 
 /// `md … I`: mark stale instead of removing.
 #[derive(Clone, Copy, Debug)]
@@ -45,6 +46,69 @@ pub fn delete(cx: &mut Ctx<'_>, key: &[u8], cas: Option<u64>, invalidate: Option
         DeleteOutcome::Deleted => bump(&cx.ws.delete_hits, 1),
         DeleteOutcome::NotFound => bump(&cx.ws.delete_misses, 1),
         // A CAS mismatch found the item: neither a hit nor a miss.
+        DeleteOutcome::Exists => {}
+    }
+    outcome
+}
+
+/// `md … x`: what the emptied item becomes.
+#[derive(Clone, Copy, Debug)]
+pub struct Emptied {
+    /// `F`: its client flags (0 when absent).
+    pub flags: u32,
+    /// `T`: its expiry (server time; 0 never), whatever the old one was.
+    pub exptime: Time,
+    /// `E`: its CAS; without it, the old item's CAS stays.
+    pub new_cas: Option<u64>,
+}
+
+/// `md … x` (memcached 1.6.27): replace the item, if it exists (and its CAS
+/// is `cas` when one is given), by an empty value with `to`'s flags and
+/// expiry; then, with `invalidate` (`I`), mark it stale as [`delete`] does.
+/// Counted as a delete hit (without `I`) or miss, like memcached.
+///
+/// Built from the store's writes: the item's CAS is read, then the empty
+/// value is written only over that very version (a CAS store), so a write
+/// that lands in between is not lost; the read is retried then.
+pub fn empty_value(cx: &mut Ctx<'_>, key: &[u8], cas: Option<u64>, to: Emptied, invalidate: Option<Invalidate>) -> DeleteOutcome {
+    cx.srv.note_write(key);
+    let mut outcome = DeleteOutcome::NotFound;
+    // Each retry means another client wrote the key meanwhile; three
+    // in a row is a key under a write storm, answered as a CAS conflict.
+    for _ in 0..3 {
+        let Some((current, _)) = super::read::peek(cx, key) else {
+            outcome = DeleteOutcome::NotFound;
+            break;
+        };
+        if cas.is_some_and(|c| c != current) {
+            outcome = DeleteOutcome::Exists;
+            break;
+        }
+        let write = super::store::Write {
+            mode: Mode::Cas(current),
+            key,
+            flags: to.flags,
+            exptime: to.exptime,
+            data: b"",
+            opts: WriteOptions { new_cas: Some(to.new_cas.unwrap_or(current)), ..WriteOptions::default() },
+        };
+        outcome = match super::store::apply(cx, &write) {
+            StoreResult::Stored(_) => DeleteOutcome::Deleted,
+            StoreResult::NotFound => DeleteOutcome::NotFound,
+            StoreResult::Exists => {
+                outcome = DeleteOutcome::Exists;
+                continue;
+            }
+            // No memory for even an empty item: nothing changed; the
+            // client hears of a conflict and may retry.
+            _ => DeleteOutcome::Exists,
+        };
+        break;
+    }
+    match outcome {
+        DeleteOutcome::Deleted if invalidate.is_some() => return delete(cx, key, None, invalidate),
+        DeleteOutcome::Deleted => bump(&cx.ws.delete_hits, 1),
+        DeleteOutcome::NotFound => bump(&cx.ws.delete_misses, 1),
         DeleteOutcome::Exists => {}
     }
     outcome

@@ -242,3 +242,19 @@ pub fn inspect(cx: &mut Ctx<'_>, key: &[u8], encode: impl FnOnce(&MetaItem<'_>))
     crate::trace::watch::fetched(cx.trace(), key, &found, |n| Some(*n));
     matches!(found, Lookup::Hit(_))
 }
+
+/// A live item's CAS and value length, for commands that build on what is
+/// there (`ms … s` after an append, `md … x`): no access is counted, no
+/// LRU bump, nothing logged. `None` when absent (or hidden by a `-C` flush
+/// second).
+pub fn peek(cx: &mut Ctx<'_>, key: &[u8]) -> Option<(u64, usize)> {
+    if cx.in_flush_second() {
+        return None;
+    }
+    let opts = MetaGet { bump: false, ..MetaGet::default() };
+    let now = cx.now;
+    match cx.store().meta_get(key, now, &opts, |m| (m.item.cas, m.item.value.len())) {
+        Lookup::Hit(found) => Some(found),
+        _ => None,
+    }
+}

@@ -36,9 +36,43 @@ impl Write<'_> {
 
 /// Execute a storage command.
 pub fn store(cx: &mut Ctx<'_>, w: &Write<'_>) -> StoreResult {
+    let result = apply(cx, w);
+    count(cx, w, &result);
+    result
+}
+
+/// `ms … MA N<ttl>` / `MP N<ttl>` (memcached 1.6.20, "autovivify"): append
+/// (prepend) to the item, or, when there is none, store the data as a new
+/// item with `w`'s flags and `create_exptime`. A `C` in `w.opts` is only
+/// compared with an item that exists. Counted as one write.
+///
+/// Built from the store's own writes: append, then add on a miss; an add
+/// that finds the key (another client created it in between) appends once
+/// more, so the data always lands on an item.
+pub fn append_or_create(cx: &mut Ctx<'_>, w: &Write<'_>, create_exptime: Time) -> StoreResult {
+    debug_assert!(matches!(w.mode, Mode::Append | Mode::Prepend));
+    let mut result = apply(cx, w);
+    if matches!(result, StoreResult::NotStored | StoreResult::NotFound) {
+        let create = Write {
+            mode: Mode::Add,
+            exptime: create_exptime,
+            opts: WriteOptions { cas: None, ..w.opts },
+            ..*w
+        };
+        result = apply(cx, &create);
+        if result == StoreResult::NotStored {
+            result = apply(cx, w);
+        }
+    }
+    count(cx, w, &result);
+    result
+}
+
+/// A write, its observers and its mutation log, without the counters (a
+/// composite command counts once, [`count`]).
+pub(super) fn apply(cx: &mut Ctx<'_>, w: &Write<'_>) -> StoreResult {
     let srv = cx.srv;
     let now = cx.now;
-    let ws = cx.ws;
     let prior = crate::trace::watch::before_store(cx.trace(), &mut cx.store(), w.key, now, w.mode);
     let write = larder_store::Write { mode: w.mode, key: w.key, flags: w.flags, exptime: w.exptime, value: w.data, landed: cx.landed };
     let (result, charge) = cx.store().write(&write, now, &w.opts);
@@ -52,6 +86,12 @@ pub fn store(cx: &mut Ctx<'_>, w: &Write<'_>) -> StoreResult {
         }
         _ => cx.obs.set_failed(w.key),
     }
+    result
+}
+
+/// The counters of one storage command whose outcome was `result`.
+fn count(cx: &mut Ctx<'_>, w: &Write<'_>, result: &StoreResult) {
+    let ws = cx.ws;
     match result {
         StoreResult::TooLarge => {
             bump(&ws.store_too_large, 1);
@@ -71,7 +111,6 @@ pub fn store(cx: &mut Ctx<'_>, w: &Write<'_>) -> StoreResult {
             _ => {}
         }
     }
-    result
 }
 
 /// A storage command refused before its data was read (the front end's

@@ -75,23 +75,50 @@ fn set(cx: &mut Ctx<'_>, req: &MetaRequest<'_>, out: &mut Output) {
         StoreCommand::Append => (Mode::Append, f.cas),
         StoreCommand::Prepend => (Mode::Prepend, f.cas),
     };
+    let appending = matches!(mode, Mode::Append | Mode::Prepend);
     let write = exec::store::Write {
         mode,
         key: req.key(),
         flags: f.client_flags,
         exptime: f.ttl.map_or(0, |t| cx.expiry(t as i64)),
         data: req.data,
-        opts: WriteOptions { cas, stale_if_older: invalidate, key_binary: req.key_binary(), new_cas: f.new_cas },
+        // memcached's ms treats `E0` as no `E` (a fresh CAS), unlike the
+        // other meta commands.
+        opts: WriteOptions {
+            cas,
+            stale_if_older: invalidate,
+            key_binary: req.key_binary(),
+            new_cas: f.new_cas.filter(|&c| c != 0),
+        },
     };
-    let (status, cas) = match exec::store::store(cx, &write) {
-        StoreResult::Stored(cas) => (MetaStatus::Hd, cx.visible_cas(cas)),
+    let result = match f.vivify_ttl {
+        // 1.6.20: append/prepend with N creates the item on a miss.
+        Some(n) if appending => exec::store::append_or_create(cx, &write, cx.expiry(n as i64)),
+        _ => exec::store::store(cx, &write),
+    };
+    let (status, cas) = match result {
+        StoreResult::Stored(cas) => (MetaStatus::Hd, cas),
+        // An append/prepend that found no item is "not stored", with or
+        // without a C (memcached compares a CAS only with an item).
+        StoreResult::NotStored | StoreResult::NotFound if appending => (MetaStatus::Ns, 0),
         StoreResult::NotStored => (MetaStatus::Ns, 0),
         StoreResult::Exists => (MetaStatus::Ex, 0),
         StoreResult::NotFound => (MetaStatus::Nf, 0),
         StoreResult::TooLarge => return reply::line(out, larder_proto::text::TOO_LARGE),
         StoreResult::OutOfMemory => return reply::line(out, reply::OUT_OF_MEMORY_STORING),
     };
-    meta::ms(out, req, status, cas);
+    // `s` (1.6.20): the stored length, the combined one after an append.
+    let mut size = req.data.len();
+    if appending && status == MetaStatus::Hd && f.has(b's') {
+        if let Some((now_cas, len)) = exec::read::peek(cx, req.key()) {
+            // Another write may have landed since; only this write's
+            // version tells this write's size.
+            if now_cas == cas {
+                size = len;
+            }
+        }
+    }
+    meta::ms(out, req, status, cx.visible_cas(cas), size);
 }
 
 fn delete(cx: &mut Ctx<'_>, req: &MetaRequest<'_>, out: &mut Output) {
@@ -100,7 +127,18 @@ fn delete(cx: &mut Ctx<'_>, req: &MetaRequest<'_>, out: &mut Output) {
         exptime: f.ttl.map(|t| cx.expiry(t as i64)),
         new_cas: f.new_cas,
     });
-    let status = match exec::delete::delete(cx, req.key(), f.cas, invalidate) {
+    let outcome = if f.has(b'x') {
+        // 1.6.27: empty the value, keep the item (flags F, TTL T).
+        let to = exec::delete::Emptied {
+            flags: f.client_flags,
+            exptime: f.ttl.map_or(0, |t| cx.expiry(t as i64)),
+            new_cas: f.new_cas,
+        };
+        exec::delete::empty_value(cx, req.key(), f.cas, to, invalidate)
+    } else {
+        exec::delete::delete(cx, req.key(), f.cas, invalidate)
+    };
+    let status = match outcome {
         DeleteOutcome::Deleted => MetaStatus::Hd,
         DeleteOutcome::NotFound => MetaStatus::Nf,
         DeleteOutcome::Exists => MetaStatus::Ex,
