@@ -162,14 +162,12 @@ impl Conversation {
     /// of earlier requests are still unsent (metadump and `watch` refuse
     /// to start behind them, as memcached does).
     pub fn step(&mut self, cx: &mut Ctx<'_>, input: Input<'_>, out: &mut Output, pipelined: bool) -> Step {
-        if self.dump.is_some() {
-            return metadump::step(&mut self.dump, cx, out);
-        }
-        if let Some(sub) = &self.stream {
-            return track::stream_step(sub, input.buf, out);
-        }
-        if !self.auth.authenticated() && cx.srv.auth.is_some() {
-            return gate::step(cx, input.buf, &mut self.auth, out);
+        // One test for the rare states (a dump, a stream, not yet
+        // authenticated), so an ordinary request pays one branch for them.
+        if self.dump.is_some() || self.stream.is_some() || !self.auth.authenticated() {
+            if let Some(step) = self.step_special(cx, input.buf, out) {
+                return step;
+            }
         }
         if self.wire == Wire::Undecided {
             self.wire = self.decide(cx, input.buf);
@@ -191,6 +189,22 @@ impl Conversation {
             self.retry = false;
         }
         step
+    }
+
+    /// A metadump under way, a subscriber's stream, or `-Y`'s gate: the
+    /// step, or `None` when the request goes to the protocol's driver after
+    /// all (`-S`'s gate is the binary parser's).
+    fn step_special(&mut self, cx: &mut Ctx<'_>, buf: &[u8], out: &mut Output) -> Option<Step> {
+        if self.dump.is_some() {
+            return Some(metadump::step(&mut self.dump, cx, out));
+        }
+        if let Some(sub) = &self.stream {
+            return Some(track::stream_step(sub, buf, out));
+        }
+        if cx.srv.auth.is_some() {
+            return Some(gate::step(cx, buf, &mut self.auth, out));
+        }
+        None
     }
 
     /// memcached's choice: by the flag, or under `-B auto` by the first byte.

@@ -20,25 +20,27 @@ use larder_proto::block::Input;
 /// The text driver: parse the request at the front of `input`, run it and
 /// encode its reply. `pipelined`: earlier replies are still unsent.
 pub fn step(conv: &mut Conversation, cx: &mut Ctx<'_>, input: Input<'_>, out: &mut Output, pipelined: bool) -> Step {
-    let mark = out.len();
-    match triage(cx, text::parse_input(input, &cx.srv.limits), out) {
-        Triaged::Run(Request::Admin { command: AdminCommand::LruCrawler, args }, consumed)
-            if !conv.datagram && args.starts_with(b"metadump") =>
-        {
+    // The request goes from the parser's result straight to its executor:
+    // it is a few hundred bytes (a meta request carries its decoded key),
+    // and every extra hop through another enum is a copy per request.
+    let (request, consumed) = match text::parse_input(input, &cx.srv.limits) {
+        Parsed::Request { request, consumed } => (request, consumed),
+        refused => return refuse(cx, refused, out),
+    };
+    match request {
+        Request::Admin { command: AdminCommand::LruCrawler, args } if !conv.datagram && args.starts_with(b"metadump") => {
             let words: Vec<&[u8]> = args.split(|&b| b == b' ').filter(|w| !w.is_empty()).skip(1).collect();
             conv.dump = metadump::start(cx.srv, &words, pipelined, &mut out.buf);
             Step::Ran { consumed, close: None }
         }
-        Triaged::Run(Request::Admin { command: AdminCommand::Watch, args }, consumed) if !conv.datagram => {
-            match watch_start(cx.srv, args, pipelined, &mut out.buf) {
-                Some(reserved) => Step::Watch { consumed, reserved },
-                None => Step::Ran { consumed, close: None },
-            }
-        }
-        Triaged::Run(Request::Admin { command: AdminCommand::Track, args }, consumed) if !conv.datagram => {
+        Request::Admin { command: AdminCommand::Watch, args } if !conv.datagram => match watch_start(cx.srv, args, pipelined, &mut out.buf) {
+            Some(reserved) => Step::Watch { consumed, reserved },
+            None => Step::Ran { consumed, close: None },
+        },
+        Request::Admin { command: AdminCommand::Track, args } if !conv.datagram => {
             crate::wire::track::command(conv, cx, args, consumed, out)
         }
-        Triaged::Run(request, consumed) => {
+        request => {
             if conv.resume == 0 && !conv.begin_reply(out) {
                 return Step::Overflow;
             }
@@ -65,9 +67,6 @@ pub fn step(conv: &mut Conversation, cx: &mut Ctx<'_>, input: Input<'_>, out: &m
                 }
             }
         }
-        Triaged::Wait(needed) => Step::Wait(needed),
-        Triaged::Skip { consumed, swallow } => Step::Skipped { consumed, swallow, reply_from: mark, close: false },
-        Triaged::Close => Step::Close,
     }
 }
 
@@ -274,27 +273,16 @@ fn arith_reply(outcome: exec::arith::Counted, out: &mut Output) {
     }
 }
 
-/// What to do with the bytes at the front of a buffer after parsing.
-// Made per request and moved, never stored: boxing the request would be an
-// allocation per request on the hot path.
-#[allow(clippy::large_enum_variant)]
-enum Triaged<'a> {
-    /// Execute this request, then drop `consumed` bytes.
-    Run(Request<'a>, usize),
-    /// A rejected request already answered: drop `consumed`, then discard
-    /// `swallow` more bytes as they arrive.
-    Skip { consumed: usize, swallow: usize },
-    /// Wait for more bytes (`needed`: total the buffer must hold, if known).
-    Wait(Option<usize>),
-    Close,
-}
-
-/// Turn a parse outcome into a [`Triaged`], answering rejected requests the way
-/// memcached does (including what it does for a too-large `set`).
-fn triage<'a>(cx: &mut Ctx<'_>, parsed: Parsed<'a>, out: &mut Output) -> Triaged<'a> {
+/// A parse that gave no request: answer it the way memcached does
+/// (including what it does for a too-large `set`) and say what happens to
+/// its bytes. The reply of a rejected data block is held back until the
+/// block is discarded (`Step::Skipped`'s `reply_from`).
+fn refuse(cx: &mut Ctx<'_>, parsed: Parsed<'_>, out: &mut Output) -> Step {
+    let mark = out.len();
+    let skipped = |consumed, swallow| Step::Skipped { consumed, swallow, reply_from: mark, close: false };
     match parsed {
-        Parsed::Request { request, consumed } => Triaged::Run(request, consumed),
-        Parsed::Incomplete { needed } => Triaged::Wait(needed),
+        Parsed::Request { .. } => unreachable!("requests are run, not refused"),
+        Parsed::Incomplete { needed } => Step::Wait(needed),
         Parsed::Error { error, consumed, swallow } => {
             // memcached without -A refuses every shutdown line the same way.
             let error = if error == text::INVALID_SHUTDOWN && !cx.srv.settings.enable_shutdown {
@@ -303,17 +291,17 @@ fn triage<'a>(cx: &mut Ctx<'_>, parsed: Parsed<'a>, out: &mut Output) -> Triaged
                 error
             };
             reply::line(out, error);
-            Triaged::Skip { consumed, swallow }
+            skipped(consumed, swallow)
         }
-        Parsed::Silent { consumed, swallow } => Triaged::Skip { consumed, swallow },
+        Parsed::Silent { consumed, swallow } => skipped(consumed, swallow),
         Parsed::TooLarge { command, key, noreply, consumed, swallow } => {
             exec::store::refuse_too_large(cx, key, crate::trace::watch::text_cmd(command));
             if !noreply {
                 reply::line(out, text::TOO_LARGE);
             }
-            Triaged::Skip { consumed, swallow }
+            skipped(consumed, swallow)
         }
-        Parsed::Close => Triaged::Close,
+        Parsed::Close => Step::Close,
     }
 }
 
