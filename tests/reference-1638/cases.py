@@ -40,15 +40,11 @@ GAP_MS_S = "#27: ms s flag (1.6.20: return the stored size) not implemented"
 GAP_MS_N = "#27: ms N in append/prepend mode (1.6.20: autovivify on miss) not implemented"
 GAP_X = "#27: the x flag (1.6.27: md drops the value; every meta command accepts it) not implemented"
 GAP_E0 = "#27 bug: ms k 1 E0 gives the item CAS 0, so cas k 0 0 1 0 then succeeds (memcached ignores E0)"
-GAP_CRAWL = "larder answers ERROR to lru_crawler crawl (memcached 1.6.18 and 1.6.38: OK)"
 GAP_FLAGS_SIZE = "#27: stats settings lacks client_flags_size (1.6.22)"
-GAP_ADMIN = "#27: memcached's slab/LRU tuning commands answer ERROR in larder"
 GAP_METADUMP = "#27 bug: metadump size= differs from me's, and lacks flags= (1.6.24)"
 GAP_MN_DUMP = "#27 bug: mn then metadump/watch on one connection answers ERROR (memcached: mn flushes)"
 GAP_INCR_MAX = "#27: incr of a stored 18446744073709551615 answers the 1.6.18 way"
 GAP_ME_EXP = "#27: me's exp= sign answers the 1.6.18 way (1.6.24 fixed exptime in the debug command)"
-GAP_X_STATS = "#27: -X does not refuse stats detail (1.6.37)"
-GAP_STATS_NAMES = "#27: stats lists slab_reassign_evictions_nomem, which 1.6.34 renamed slab_reassign_busy_nomem"
 GAP_SETTINGS_NAMES = ("stats settings lists 41 names, memcached 1.6.38 79: the slab, LRU and extstore settings "
                       "(missing against 1.6.18 too) and 1.6.38's proxy_enabled, proxy_uring_enabled, client_flags_size")
 
@@ -100,11 +96,10 @@ CASES = [
     Case("stats settings client_flags_size", s(b"stats settings\r\n"), grep=rb"client_flags_size",
          keep_stats=("client_flags_size",), xfail=GAP_FLAGS_SIZE),
     Case("stats settings names", s(b"stats settings\r\n"), xfail=GAP_SETTINGS_NAMES),
-    Case("stats names", s(b"stats\r\n"), xfail=GAP_STATS_NAMES),
+    Case("stats names", s(b"stats\r\n")),
     Case("stats sizes_enable removed", s(b"stats sizes_enable\r\n", b"stats sizes_disable\r\n")),
     Case("stats sizes", s(SET_K, b"stats sizes\r\n")),
-    Case("-X refuses stats detail", s(b"stats detail on\r\n", b"stats detail dump\r\n"), args=("-X",),
-         xfail=GAP_X_STATS),
+    Case("-X refuses stats detail", s(b"stats detail on\r\n", b"stats detail dump\r\n"), args=("-X",)),
     # ---- incr/decr ---------------------------------------------------------------------
     Case("incr of 18446744073709551615", s(b"set k 0 0 20\r\n18446744073709551615\r\n", b"incr k 1\r\n",
                                           b"get k\r\n")),
@@ -129,15 +124,14 @@ CASES = [
     Case("mn then watch", [(0, b"mn\r\nwatch mutations\r\n", "quiet")] + [(1, SET_K)] + [(0, b"", "quiet")],
          xfail=GAP_MN_DUMP),
     # ---- slab / LRU tuning commands ------------------------------------------------------
-    Case("slabs automove 0 1 2", s(b"slabs automove 0\r\n", b"slabs automove 1\r\n", b"slabs automove 2\r\n"),
-         xfail=GAP_ADMIN),
+    Case("slabs automove 0 1 2", s(b"slabs automove 0\r\n", b"slabs automove 1\r\n", b"slabs automove 2\r\n")),
     Case("slabs automove 3", s(b"slabs automove 3\r\n")),
-    Case("lru mode", s(b"lru mode flat\r\n", b"lru mode segmented\r\n", b"lru mode other\r\n"), xfail=GAP_ADMIN),
-    Case("lru temp_ttl", s(b"lru temp_ttl 10\r\n", b"lru temp_ttl -1\r\n"), xfail=GAP_ADMIN),
-    Case("lru tune", s(b"lru tune 10 25 0.1 2\r\n"), xfail=GAP_ADMIN),
-    Case("lru_crawler sleep", s(b"lru_crawler sleep 100\r\n", b"lru_crawler sleep 2000000\r\n"), xfail=GAP_ADMIN),
-    Case("lru_crawler tocrawl", s(b"lru_crawler tocrawl 10\r\n", b"lru_crawler tocrawl x\r\n"), xfail=GAP_ADMIN),
-    Case("lru_crawler crawl all", s(b"lru_crawler crawl all\r\n"), xfail=GAP_CRAWL),
+    Case("lru mode", s(b"lru mode flat\r\n", b"lru mode segmented\r\n", b"lru mode other\r\n")),
+    Case("lru temp_ttl", s(b"lru temp_ttl 10\r\n", b"lru temp_ttl -1\r\n")),
+    Case("lru tune", s(b"lru tune 10 25 0.1 2\r\n")),
+    Case("lru_crawler sleep", s(b"lru_crawler sleep 100\r\n", b"lru_crawler sleep 2000000\r\n")),
+    Case("lru_crawler tocrawl", s(b"lru_crawler tocrawl 10\r\n", b"lru_crawler tocrawl x\r\n")),
+    Case("lru_crawler crawl all", s(b"lru_crawler crawl all\r\n")),
     # ---- delete --------------------------------------------------------------------------
     Case("delete with extra tokens", s(SET_K, b"delete k 0\r\n", SET_K, b"delete k noreplY\r\n",
                                        b"delete k 0 noreply\r\n", b"get k\r\n")),

@@ -105,6 +105,9 @@ fn metadump_refused_under_x() {
     let l = Larder::start(&["-t", "1", "-X"]);
     let mut c = l.connect();
     c.expect(b"lru_crawler metadump all\r\n", b"ERROR metadump not allowed\r\n");
+    // memcached 1.6.37: -X refuses stats detail as well.
+    c.expect(b"stats detail on\r\n", b"CLIENT_ERROR stats detail not allowed\r\n");
+    c.expect(b"stats detail dump\r\n", b"CLIENT_ERROR stats detail not allowed\r\n");
     let l = Larder::start(&["-t", "1", "-o", "no_lru_crawler"]);
     let mut c = l.connect();
     c.expect(b"lru_crawler metadump all\r\n", b"CLIENT_ERROR lru crawler disabled\r\n");

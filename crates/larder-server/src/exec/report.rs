@@ -127,6 +127,8 @@ pub fn stats(srv: &Server, args: &[u8], now: Time, out: &mut Vec<u8>) {
             srv.reset_stats();
             out.extend_from_slice(reply::RESET);
         }
+        // memcached 1.6.37: -X (no dumping) refuses stats detail too.
+        Some(b"detail") if !srv.settings.dump_enabled => reply::line(out, "CLIENT_ERROR stats detail not allowed"),
         Some(b"detail") => {
             // memcached looks at the word after `detail` only.
             match words.next() {
@@ -315,8 +317,10 @@ fn general(srv: &Server, s: &mut Snapshot) {
     s.u64("hash_bytes", st.index_bytes);
     s.u64("hash_is_expanding", 0);
     for name in [
-        "slab_reassign_rescues", "slab_reassign_chunk_rescues", "slab_reassign_evictions_nomem",
-        "slab_reassign_inline_reclaim", "slab_reassign_busy_items", "slab_reassign_busy_deletes",
+        // memcached 1.6.34 renamed slab_reassign_evictions_nomem to
+        // slab_reassign_busy_nomem and moved it after busy_deletes.
+        "slab_reassign_rescues", "slab_reassign_chunk_rescues", "slab_reassign_inline_reclaim",
+        "slab_reassign_busy_items", "slab_reassign_busy_deletes", "slab_reassign_busy_nomem",
         "slab_reassign_running", "slabs_moved",
     ] {
         s.u64(name, 0);

@@ -178,10 +178,11 @@ fn execute(cx: &mut Ctx<'_>, req: Request<'_>, out: &mut Output, resume: usize) 
             out.extend_from_slice(if ok { reply::OK } else { reply::ERROR });
         }
         Request::Meta(meta) => crate::wire::meta::execute(cx, &meta, out),
-        // `lru_crawler metadump` and `watch` take over the connection and
-        // are handled by the session before it gets here. The rest are
-        // memcached subsystems larder does not have (slab mover, LRU
-        // tuning, extstore): memcached's `ERROR` for an unknown command.
+        // `lru_crawler metadump|mgdump` and `watch` take over the
+        // connection and are handled by the session before it gets here.
+        // The slab/LRU tuning commands are answered as memcached answers
+        // them, without effect (exec/tuning.rs); extstore is a subsystem
+        // larder does not build: memcached's `ERROR` for an unknown command.
         Request::Admin { command: AdminCommand::RefreshCerts, args } => {
             // memcached: noreply silences the OK, never the error.
             let noreply = args.split(|&b| b == b' ').rfind(|w| !w.is_empty()) == Some(&b"noreply"[..]);
@@ -191,14 +192,18 @@ fn execute(cx: &mut Ctx<'_>, req: Request<'_>, out: &mut Output, resume: usize) 
                 Err(msg) => reply::line(out, &msg),
             }
         }
-        Request::Admin { command, args: _ } => match command {
-            AdminCommand::Slabs
-            | AdminCommand::Lru
-            | AdminCommand::LruCrawler
-            | AdminCommand::Watch
-            | AdminCommand::Extstore
-            | AdminCommand::RefreshCerts => out.extend_from_slice(reply::ERROR),
-        },
+        Request::Admin { command, args } => {
+            use exec::tuning;
+            let answer = match command {
+                AdminCommand::Slabs => tuning::slabs(args),
+                AdminCommand::Lru => tuning::lru(args),
+                AdminCommand::LruCrawler => tuning::lru_crawler(args, cx.srv.settings.lru_crawler),
+                AdminCommand::Watch | AdminCommand::Extstore | AdminCommand::RefreshCerts => Some("ERROR"),
+            };
+            if let Some(line) = answer {
+                reply::line(out, line);
+            }
+        }
     }
     After::Continue
 }
