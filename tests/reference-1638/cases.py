@@ -23,6 +23,9 @@ class Case:
     grep: bytes = None          # compare only reply lines matching this regex
     keep_stats: tuple = ()      # STAT names whose values are compared too
     pause_before: dict = field(default_factory=dict)  # payload -> seconds to sleep before it
+    # larder follows a newer memcached here: its quiet replies must begin with these bytes, which
+    # 1.6.38 does not send; they are cut before comparing (docs/differences.md lists each case)
+    newer_prefix: bytes = None
 
 
 def s(*payloads):
@@ -31,18 +34,16 @@ def s(*payloads):
 
 
 SET_K = b"set k 0 0 2\r\nab\r\n"
+OK_1643 = b"OK\r\n"    # memcached 1.6.43 began lru_crawler dumps with it (1.6.19-1.6.42 did not)
 ITEMS3 = b"set a 1 0 1\r\nA\r\nset b 2 0 2\r\nBB\r\nset c 3 0 3\r\nCCC\r\n"
 B64_CRLF = b"YQ0KYg=="   # base64 of b"a\r\nb": a key only the b flag can carry
 
-GAP_MGDUMP = "#27: lru_crawler mgdump (1.6.19) not implemented"
 GAP_WATCH_DEL = "#27: watch deletions (1.6.20) not implemented"
 GAP_MS_S = "#27: ms s flag (1.6.20: return the stored size) not implemented"
 GAP_MS_N = "#27: ms N in append/prepend mode (1.6.20: autovivify on miss) not implemented"
 GAP_X = "#27: the x flag (1.6.27: md drops the value; every meta command accepts it) not implemented"
 GAP_E0 = "#27 bug: ms k 1 E0 gives the item CAS 0, so cas k 0 0 1 0 then succeeds (memcached ignores E0)"
 GAP_FLAGS_SIZE = "#27: stats settings lacks client_flags_size (1.6.22)"
-GAP_METADUMP = "#27 bug: metadump size= differs from me's, and lacks flags= (1.6.24)"
-GAP_MN_DUMP = "#27 bug: mn then metadump/watch on one connection answers ERROR (memcached: mn flushes)"
 GAP_INCR_MAX = "#27: incr of a stored 18446744073709551615 answers the 1.6.18 way"
 GAP_ME_EXP = "#27: me's exp= sign answers the 1.6.18 way (1.6.24 fixed exptime in the debug command)"
 GAP_SETTINGS_NAMES = ("stats settings lists 41 names, memcached 1.6.38 79: the slab, LRU and extstore settings "
@@ -50,11 +51,12 @@ GAP_SETTINGS_NAMES = ("stats settings lists 41 names, memcached 1.6.38 79: the s
 
 CASES = [
     # ---- lru_crawler mgdump (1.6.19) -------------------------------------------------
-    Case("mgdump all", s(ITEMS3) + [(0, b"lru_crawler mgdump all\r\n", "quiet")], sort=True, xfail=GAP_MGDUMP),
-    Case("mgdump hash", s(ITEMS3) + [(0, b"lru_crawler mgdump hash\r\n", "quiet")], sort=True, xfail=GAP_MGDUMP),
+    Case("mgdump all", s(ITEMS3) + [(0, b"lru_crawler mgdump all\r\n", "quiet")], sort=True, newer_prefix=OK_1643),
+    Case("mgdump hash", s(ITEMS3) + [(0, b"lru_crawler mgdump hash\r\n", "quiet")], sort=True,
+         newer_prefix=OK_1643),
     Case("mgdump base64 key", s(b"ms " + B64_CRLF + b" 1 b\r\nx\r\n") +
-         [(0, b"lru_crawler mgdump all\r\n", "quiet")], sort=True, xfail=GAP_MGDUMP),
-    Case("mgdump bad class", [(0, b"lru_crawler mgdump 99999\r\n", "quiet")], xfail=GAP_MGDUMP),
+         [(0, b"lru_crawler mgdump all\r\n", "quiet")], sort=True, newer_prefix=OK_1643),
+    Case("mgdump bad class", [(0, b"lru_crawler mgdump 99999\r\n", "quiet")]),
     # ---- watch deletions (1.6.20) -----------------------------------------------------
     Case("watch deletions: delete and md", [(1, b"watch deletions\r\n", "quiet")] +
          s(SET_K, b"delete k\r\n", b"delete k\r\n", SET_K, b"md k\r\n", b"md k q\r\n") +
@@ -117,12 +119,10 @@ CASES = [
     Case("me miss", s(b"me nope\r\n")),
     # ---- metadump ------------------------------------------------------------------------
     Case("metadump size= and flags=", s(b"set k 5 0 3\r\nabc\r\n", b"me k\r\n") +
-         [(0, b"lru_crawler metadump all\r\n", "quiet")], xfail=GAP_METADUMP),
-    Case("metadump hash", s(b"set k 5 0 3\r\nabc\r\n") + [(0, b"lru_crawler metadump hash\r\n", "quiet")],
-         xfail=GAP_METADUMP),
-    Case("mn then metadump", s(SET_K) + [(0, b"mn\r\nlru_crawler metadump all\r\n", "quiet")], xfail=GAP_MN_DUMP),
-    Case("mn then watch", [(0, b"mn\r\nwatch mutations\r\n", "quiet")] + [(1, SET_K)] + [(0, b"", "quiet")],
-         xfail=GAP_MN_DUMP),
+         [(0, b"lru_crawler metadump all\r\n", "quiet")]),
+    Case("metadump hash", s(b"set k 5 0 3\r\nabc\r\n") + [(0, b"lru_crawler metadump hash\r\n", "quiet")]),
+    Case("mn then metadump", s(SET_K) + [(0, b"mn\r\nlru_crawler metadump all\r\n", "quiet")]),
+    Case("mn then watch", [(0, b"mn\r\nwatch mutations\r\n", "quiet")] + [(1, SET_K)] + [(0, b"", "quiet")]),
     # ---- slab / LRU tuning commands ------------------------------------------------------
     Case("slabs automove 0 1 2", s(b"slabs automove 0\r\n", b"slabs automove 1\r\n", b"slabs automove 2\r\n")),
     Case("slabs automove 3", s(b"slabs automove 3\r\n")),

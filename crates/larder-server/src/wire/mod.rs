@@ -96,13 +96,17 @@ pub struct Conversation {
     retry: bool,
     /// A UDP datagram's: no parking, no response accounting, no takeover.
     datagram: bool,
+    /// The last request run was `mn`, which memcached follows with an
+    /// immediate write of every reply so far: what is unsent behind it
+    /// does not count as pipelined (`mn` then metadump or `watch` runs).
+    after_mn: bool,
 }
 
 impl Conversation {
     /// A stream connection's. `authenticated`: false when the server
     /// requires authentication (`-Y` or `-S`).
     pub fn new(authenticated: bool) -> Conversation {
-        Conversation { wire: Wire::Undecided, auth: ConnAuth::new(!authenticated), resume: 0, dump: None, retry: false, datagram: false }
+        Conversation { wire: Wire::Undecided, auth: ConnAuth::new(!authenticated), resume: 0, dump: None, retry: false, datagram: false, after_mn: false }
     }
 
     /// One UDP datagram's (memcached decides text or binary per datagram,

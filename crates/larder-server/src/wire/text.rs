@@ -21,15 +21,21 @@ use larder_proto::block::Input;
 /// encode its reply. `pipelined`: earlier replies are still unsent.
 pub fn step(conv: &mut Conversation, cx: &mut Ctx<'_>, input: Input<'_>, out: &mut Output, pipelined: bool) -> Step {
     let mark = out.len();
+    // memcached flushes every reply after `mn`: nothing before it is
+    // pipelined as far as metadump and watch are concerned.
+    let pipelined = pipelined && !conv.after_mn;
     match triage(cx, text::parse_input(input, &cx.srv.limits), out) {
         Triaged::Run(Request::Admin { command: AdminCommand::LruCrawler, args }, consumed)
-            if !conv.datagram && args.starts_with(b"metadump") =>
+            if !conv.datagram && dump_kind(args).is_some() =>
         {
             let words: Vec<&[u8]> = args.split(|&b| b == b' ').filter(|w| !w.is_empty()).skip(1).collect();
-            conv.dump = metadump::start(cx.srv, &words, pipelined, &mut out.buf);
+            let kind = dump_kind(args).unwrap_or(metadump::Kind::Meta);
+            conv.dump = metadump::start(cx.srv, kind, &words, pipelined, &mut out.buf);
+            conv.after_mn = false;
             Step::Ran { consumed, close: None }
         }
         Triaged::Run(Request::Admin { command: AdminCommand::Watch, args }, consumed) if !conv.datagram => {
+            conv.after_mn = false;
             match watch_start(cx.srv, args, pipelined, &mut out.buf) {
                 Some(reserved) => Step::Watch { consumed, reserved },
                 None => Step::Ran { consumed, close: None },
@@ -40,6 +46,7 @@ pub fn step(conv: &mut Conversation, cx: &mut Ctx<'_>, input: Input<'_>, out: &m
                 return Step::Overflow;
             }
             let quit = matches!(request, Request::Quit);
+            let mn = matches!(&request, Request::Meta(m) if m.command == larder_proto::MetaCommand::Noop);
             match execute(cx, request, out, conv.resume) {
                 After::Paused(done) => {
                     // Same request again once the output drains.
@@ -53,6 +60,7 @@ pub fn step(conv: &mut Conversation, cx: &mut Ctx<'_>, input: Input<'_>, out: &m
                 }
                 after => {
                     conv.resume = 0;
+                    conv.after_mn = mn;
                     let close = match after {
                         After::Close if quit => Some(CloseReason::Normal),
                         After::Close => Some(CloseReason::Error),
@@ -63,8 +71,20 @@ pub fn step(conv: &mut Conversation, cx: &mut Ctx<'_>, input: Input<'_>, out: &m
             }
         }
         Triaged::Wait(needed) => Step::Wait(needed),
-        Triaged::Skip { consumed, swallow } => Step::Skipped { consumed, swallow, reply_from: mark, close: false },
+        Triaged::Skip { consumed, swallow } => {
+            conv.after_mn = false;
+            Step::Skipped { consumed, swallow, reply_from: mark, close: false }
+        }
         Triaged::Close => Step::Close,
+    }
+}
+
+/// `lru_crawler metadump ...` or `lru_crawler mgdump ...`: which dump.
+fn dump_kind(args: &[u8]) -> Option<metadump::Kind> {
+    match args.split(|&b| b == b' ').next() {
+        Some(b"metadump") => Some(metadump::Kind::Meta),
+        Some(b"mgdump") => Some(metadump::Kind::Mg),
+        _ => None,
     }
 }
 
