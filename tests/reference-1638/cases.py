@@ -43,11 +43,8 @@ GAP_MS_S = "#27: ms s flag (1.6.20: return the stored size) not implemented"
 GAP_MS_N = "#27: ms N in append/prepend mode (1.6.20: autovivify on miss) not implemented"
 GAP_X = "#27: the x flag (1.6.27: md drops the value; every meta command accepts it) not implemented"
 GAP_E0 = "#27 bug: ms k 1 E0 gives the item CAS 0, so cas k 0 0 1 0 then succeeds (memcached ignores E0)"
-GAP_FLAGS_SIZE = "#27: stats settings lacks client_flags_size (1.6.22)"
 GAP_INCR_MAX = "#27: incr of a stored 18446744073709551615 answers the 1.6.18 way"
 GAP_ME_EXP = "#27: me's exp= sign answers the 1.6.18 way (1.6.24 fixed exptime in the debug command)"
-GAP_SETTINGS_NAMES = ("stats settings lists 41 names, memcached 1.6.38 79: the slab, LRU and extstore settings "
-                      "(missing against 1.6.18 too) and 1.6.38's proxy_enabled, proxy_uring_enabled, client_flags_size")
 
 CASES = [
     # ---- lru_crawler mgdump (1.6.19) -------------------------------------------------
@@ -96,8 +93,8 @@ CASES = [
     Case("mg h l t", s(b"ms k 1 T0\r\nx\r\n", b"mg k h l t\r\n", b"mg k h l t\r\n")),
     # ---- stats (1.6.22, 1.6.25, 1.6.34, 1.6.37) --------------------------------------------------------
     Case("stats settings client_flags_size", s(b"stats settings\r\n"), grep=rb"client_flags_size",
-         keep_stats=("client_flags_size",), xfail=GAP_FLAGS_SIZE),
-    Case("stats settings names", s(b"stats settings\r\n"), xfail=GAP_SETTINGS_NAMES),
+         keep_stats=("client_flags_size",)),
+    Case("stats settings names", s(b"stats settings\r\n")),
     Case("stats names", s(b"stats\r\n")),
     Case("stats sizes_enable removed", s(b"stats sizes_enable\r\n", b"stats sizes_disable\r\n")),
     Case("stats sizes", s(SET_K, b"stats sizes\r\n")),
