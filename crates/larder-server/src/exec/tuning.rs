@@ -90,13 +90,7 @@ pub fn lru(args: &[u8]) -> Option<&'static str> {
             b"flat" | b"segmented" => "OK",
             _ => "ERROR",
         },
-        Some(b"temp_ttl") if w.len() >= 2 => {
-            if safe_i32(w[1]).is_some() {
-                "OK"
-            } else {
-                "ERROR"
-            }
-        }
+        Some(b"temp_ttl") if w.len() >= 2 && safe_i32(w[1]).is_some() => "OK",
         _ => "ERROR",
     };
     answer(reply, noreply)

@@ -51,12 +51,12 @@ pub fn step(conv: &mut Conversation, cx: &mut Ctx<'_>, input: Input<'_>, out: &m
                 After::Paused(done) => {
                     // Same request again once the output drains.
                     conv.resume = done;
-                    return Step::Paused;
+                    Step::Paused
                 }
                 After::Parked(at) => {
                     // Same request again, from that key, once released.
                     conv.resume = at;
-                    return Step::Parked;
+                    Step::Parked
                 }
                 after => {
                     conv.resume = 0;
