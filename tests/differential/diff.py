@@ -465,9 +465,19 @@ class Side:
                 p = line.split(b" ")
                 if len(p) > 1 and p[1].startswith(b"larder_"):
                     continue  # larder's own figures, listed after memcached's (docs/observability.md)
+                if len(p) > 1 and p[1] in FOLLOWS_1638:
+                    continue  # where larder follows memcached 1.6.38 (docs/differences.md)
                 line = b"STAT " + (p[1] if len(p) > 1 else b"") + b" *\r\n"
             out.append(line)
         return out
+
+
+# STAT names memcached changed after 1.6.18 and larder follows 1.6.38 in
+# (docs/differences.md): 1.6.34 renamed and moved slab_reassign_evictions_nomem
+# to slab_reassign_busy_nomem; stats settings gained proxy_enabled,
+# proxy_uring_enabled and client_flags_size. Dropped on both sides.
+FOLLOWS_1638 = {b"slab_reassign_evictions_nomem", b"slab_reassign_busy_nomem", b"proxy_enabled",
+                b"proxy_uring_enabled", b"client_flags_size"}
 
 
 def short(b, n=300):

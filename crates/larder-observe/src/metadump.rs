@@ -7,14 +7,17 @@
 //! final `END\r\n`:
 //!
 //! ```text
-//! key=<uriencoded key> exp=<unix expiry or -1> la=<unix last access> cas=<cas> fetch=<yes|no> cls=<class id> size=<total item bytes>\n
+//! key=<uriencoded key> exp=<unix expiry or -1> la=<unix last access> cas=<cas> fetch=<yes|no> cls=<class id> size=<item bytes> flags=<client flags>\n
 //! ...
 //! END\r\n
 //! ```
 //!
 //! Recorded from memcached 1.6.18:
 //! `key=foo%3A1 exp=1795260483 la=1795260383 cas=1 fetch=yes cls=1 size=71`,
-//! `key=sp%25ace%C3%A9 exp=-1 la=1795260383 cas=6 fetch=no cls=1 size=68`.
+//! `key=sp%25ace%C3%A9 exp=-1 la=1795260383 cas=6 fetch=no cls=1 size=68`;
+//! memcached 1.6.24 appended ` flags=<client flags>` (1.6.38:
+//! `key=k exp=-1 la=1795745413 cas=2 fetch=no cls=1 size=67 flags=5`), and
+//! `size=` is the item's size as memcached counts it, the same as `me`'s.
 //! The key is URI-encoded as memcached's `uriencode` does: every byte except
 //! ASCII letters, digits and `-._~` becomes `%XX` (upper-case hex); see
 //! [`crate::escape`] for how this relates to the escaping of `stats` listings.
@@ -53,8 +56,10 @@ pub struct MetadumpItem<'a> {
     /// Fetched at least once since stored.
     pub fetched: bool,
     pub class: u32,
-    /// Total bytes charged for the item.
+    /// The item's size as memcached counts it (what `me` reports).
     pub size: u64,
+    /// The client flags (memcached 1.6.24 added `flags=`).
+    pub flags: u32,
 }
 
 /// Appends `key` URI-encoded like memcached's `uriencode` (defined with
@@ -79,6 +84,8 @@ pub fn write_line(out: &mut Vec<u8>, it: &MetadumpItem<'_>) {
     push_u64(out, it.class as u64);
     out.extend_from_slice(b" size=");
     push_u64(out, it.size);
+    out.extend_from_slice(b" flags=");
+    push_u64(out, u64::from(it.flags));
     out.push(b'\n');
 }
 
@@ -134,6 +141,7 @@ mod tests {
                 fetched: true,
                 class: 1,
                 size: 71,
+                flags: 0,
             },
         );
         write_line(
@@ -146,13 +154,14 @@ mod tests {
                 fetched: false,
                 class: 1,
                 size: 68,
+                flags: 5,
             },
         );
         write_end(&mut out);
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "key=foo%3A1 exp=1795260483 la=1795260383 cas=1 fetch=yes cls=1 size=71\n\
-             key=sp%25ace%C3%A9 exp=-1 la=1795260383 cas=6 fetch=no cls=1 size=68\n\
+            "key=foo%3A1 exp=1795260483 la=1795260383 cas=1 fetch=yes cls=1 size=71 flags=0\n\
+             key=sp%25ace%C3%A9 exp=-1 la=1795260383 cas=6 fetch=no cls=1 size=68 flags=5\n\
              END\r\n"
         );
         let mut e = Vec::new();

@@ -84,6 +84,14 @@ pub(crate) fn safe_i64(tok: &[u8]) -> Option<i64> {
 }
 
 /// memcached's `safe_strtol`: a 64-bit `long` stored into an `int32_t`.
-pub(crate) fn safe_i32(tok: &[u8]) -> Option<i32> {
+pub fn safe_i32(tok: &[u8]) -> Option<i32> {
     safe_i64(tok).map(|v| v as i32)
+}
+
+/// memcached's `safe_strtod`: a decimal number filling the token (up to
+/// trailing whitespace). Public for the server's tuning commands.
+pub fn safe_f64(tok: &[u8]) -> Option<f64> {
+    let start = tok.iter().take_while(|&&b| is_c_space(b)).count();
+    let end = tok.iter().rposition(|&b| !is_c_space(b)).map_or(start, |e| e + 1);
+    std::str::from_utf8(tok.get(start..end)?).ok()?.parse().ok()
 }

@@ -79,8 +79,8 @@ pub enum AdminCommand {
 
 use crate::block::{self, Block, Input, Shape};
 use crate::meta::MetaRequest;
-use crate::number::{safe_i32, safe_i64, safe_u64};
-pub use crate::number::safe_u32;
+use crate::number::{safe_i64, safe_u64};
+pub use crate::number::{safe_f64, safe_i32, safe_u32};
 pub use crate::outcome::{item_size, Limits, Outcome, StoreCommand, BAD_DATA_CHUNK, BAD_FORMAT, ERROR, KEY_MAX_LENGTH, TOO_LARGE};
 
 /// What [`parse`] found at the front of the buffer (see [`Outcome`]).

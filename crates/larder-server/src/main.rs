@@ -47,7 +47,8 @@ fn main() {
         }
         Err(e) => {
             eprintln!("{e}");
-            exit(EX_USAGE);
+            // memcached 1.6.38's status for the same error (1 or 64).
+            exit(e.1);
         }
     };
     for w in &settings.warnings {

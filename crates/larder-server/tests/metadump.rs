@@ -1,5 +1,7 @@
 //! `lru_crawler metadump all|<classes> [prefix=<p>]`: memcached's line
 //! format, streamed shard by shard, END; refused under -X as memcached does.
+//! `lru_crawler mgdump` (memcached 1.6.19, with 1.6.43's `OK` first), and
+//! `mn` before a dump on one connection (memcached flushes at `mn`).
 
 mod common;
 
@@ -42,7 +44,9 @@ fn metadump_lists_live_items_in_memcacheds_format() {
     assert!(f[3].starts_with("cas=") && f[3] != "cas=0");
     assert_eq!(f[4], "fetch=yes");
     assert_eq!(f[5], "cls=1");
-    assert!(f[6].starts_with("size="));
+    // memcached 1.6.24: size= is the item's size as `me` gives it, then flags=.
+    assert_eq!(f[6], "size=71");
+    assert_eq!(f[7], "flags=5");
     let u2 = lines.iter().find(|l| l.starts_with("key=user%3A2 ")).unwrap();
     assert!(u2.contains(" fetch=no "), "{u2}");
     let exp: i64 = u2.split(' ').nth(1).unwrap()[4..].parse().unwrap();
@@ -105,7 +109,45 @@ fn metadump_refused_under_x() {
     let l = Larder::start(&["-t", "1", "-X"]);
     let mut c = l.connect();
     c.expect(b"lru_crawler metadump all\r\n", b"ERROR metadump not allowed\r\n");
+    // memcached 1.6.37: -X refuses stats detail as well.
+    c.expect(b"stats detail on\r\n", b"CLIENT_ERROR stats detail not allowed\r\n");
+    c.expect(b"stats detail dump\r\n", b"CLIENT_ERROR stats detail not allowed\r\n");
     let l = Larder::start(&["-t", "1", "-o", "no_lru_crawler"]);
     let mut c = l.connect();
     c.expect(b"lru_crawler metadump all\r\n", b"CLIENT_ERROR lru crawler disabled\r\n");
+}
+
+#[test]
+fn mgdump_lists_keys_as_mg_commands() {
+    let l = Larder::start(&["-t", "2"]);
+    let mut c = l.connect();
+    c.expect(b"set a 1 0 1\r\nA\r\n", b"STORED\r\n");
+    // The key "a\r\nb", which only a base64 key (meta b flag) can carry.
+    c.expect(b"ms YQ0KYg== 1 b\r\nx\r\n", b"HD\r\n");
+    c.send(b"lru_crawler mgdump all\r\n");
+    assert_eq!(c.line(), "OK\r\n");
+    let mut lines = vec![c.line(), c.line()];
+    lines.sort();
+    assert_eq!(lines, ["mg YQ0KYg== b\r\n", "mg a\r\n"]);
+    assert_eq!(c.line(), "EN\r\n");
+    c.expect(b"lru_crawler mgdump 99999\r\n", b"BADCLASS invalid class id\r\n");
+    c.expect(b"lru_crawler mgdump\r\n", b"ERROR\r\n");
+    // Behind an unsent reply it is refused, as memcached refuses it ...
+    c.send(b"get a\r\nlru_crawler mgdump all\r\n");
+    assert_eq!(c.line(), "VALUE a 1 1\r\n");
+    c.line();
+    assert_eq!(c.line(), "END\r\n");
+    assert_eq!(c.line(), "ERROR cannot pipeline other commands before mgdump\r\n");
+    // ... but not behind mn, after which memcached writes every reply out.
+    c.send(b"get a\r\nmn\r\nlru_crawler metadump all\r\n");
+    assert_eq!(c.line(), "VALUE a 1 1\r\n");
+    c.line();
+    assert_eq!(c.line(), "END\r\n");
+    assert_eq!(c.line(), "MN\r\n");
+    assert!(c.line().starts_with("key="));
+    assert!(c.line().starts_with("key="));
+    assert_eq!(c.line(), "END\r\n");
+    let l = Larder::start(&["-t", "1", "-X"]);
+    let mut c = l.connect();
+    c.expect(b"lru_crawler mgdump all\r\n", b"ERROR key dump not allowed\r\n");
 }

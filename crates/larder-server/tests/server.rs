@@ -335,3 +335,30 @@ fn root_needs_dash_u() {
     let l = Larder::start(&["-u", "root"]);
     l.connect().expect(b"version\r\n", b"VERSION 1.6.18\r\n");
 }
+
+/// Start-up errors exit with memcached 1.6.38's status (each checked
+/// against it): 1 for what its option loop refuses, 64 (EX_USAGE) for -B
+/// and -I and the checks after the loop.
+#[test]
+fn start_up_errors_exit_as_memcached() {
+    let cases: &[(&[&str], i32)] = &[
+        (&["-o", "bogus"], 1),
+        (&["-o", "idle_timeout=x"], 1),
+        (&["-c", "0"], 1),
+        (&["-t", "0"], 1),
+        (&["-R", "0"], 1),
+        (&["-Q"], 1),
+        (&["-B", "xx"], 64),
+        (&["-I", "100"], 64),
+        (&["-m", "8", "-I", "5m"], 64),
+    ];
+    for (args, code) in cases {
+        let out = std::process::Command::new(common::binary())
+            .args(["-p", &common::free_port().to_string(), "-U", "0"])
+            .args(*args)
+            .args(common::user_args())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(*code), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}

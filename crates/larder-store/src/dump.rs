@@ -17,6 +17,8 @@ pub struct DumpItem {
     pub size: u64,
     /// The value's length (`stats cachedump` shows it).
     pub value_len: u64,
+    /// The client flags (memcached 1.6.24's metadump prints them).
+    pub flags: u32,
     /// The key came base64-encoded (meta `b`): memcached's dumps skip such
     /// keys rather than print raw bytes.
     pub key_binary: bool,
@@ -90,6 +92,7 @@ impl crate::Store {
                             fetched: h.fetched,
                             size: h.total() as u64,
                             value_len: h.vlen as u64,
+                            flags: h.flags,
                             key_binary: h.key_binary,
                         };
                         f(key, &item);

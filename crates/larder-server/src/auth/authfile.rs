@@ -1,18 +1,19 @@
 //! `-Y <authfile>`: the users and passwords of memcached's ASCII
 //! authentication, read with memcached's rules, checked in constant time.
 //!
-//! The file is `user:password` lines. memcached 1.6.18 reads it with a
+//! The file is `user:password` lines. memcached reads it with a
 //! buffer whose bounds shape what it accepts, and larder reproduces that
 //! exactly so that one file authenticates the same credentials on both:
 //!
 //! * at most 8 entries; lines after the 8th are ignored;
 //! * a line is read 255 bytes at a time (longer lines are cut there, and
 //!   reading stops after a cut line);
-//! * each read is also bounded by what remains of a buffer the size of the
-//!   file, which advances by one byte less than the line per line read. In
-//!   effect the last byte of a one-line file is never read: `foo:bar`
-//!   without a newline gives the password `ba`, and `foo:bar\r\n` alone
-//!   leaves a lone `\n` line, which is malformed;
+//! * each read is also bounded by what remains of a buffer one byte larger
+//!   than the file (memcached 1.6.38; 1.6.18's was the file's size, so it
+//!   never read the last byte of a one-line file: `foo:bar` without a
+//!   newline gave the password `ba`, and `foo:bar\r\n` alone left a lone
+//!   `\n` line, which is malformed), which advances by one byte less than
+//!   the line per line read;
 //! * the user is everything before the first `:`; a line without one (an
 //!   empty line too) makes the whole file malformed;
 //! * the password runs from the `:` to the first `\n`, `\r` or NUL; the
@@ -78,7 +79,9 @@ impl AuthFile {
     pub fn parse(file: &[u8]) -> Option<AuthFile> {
         let mut entries = Vec::new();
         let mut pos = 0;
-        let mut room = file.len();
+        // memcached 1.6.38 (ascii-auth2.t) sizes the buffer one byte
+        // larger, so the last byte of a file without a final newline is read.
+        let mut room = file.len() + 1;
         loop {
             // A read of at most `limit - 1` bytes that stops after '\n';
             // with no room left, or nothing left to read, it reads nothing.
@@ -190,21 +193,27 @@ mod tests {
     }
 
     // Each case below was checked against memcached 1.6.18 started with
-    // the same file (which credentials it accepts, or that it refuses it).
+    // the same file (which credentials it accepts, or that it refuses it),
+    // and those 1.6.38 reads differently against 1.6.38.
     #[test]
     fn reads_like_memcached() {
         assert_eq!(pairs(b"foo:bar\nbaaaz:quux\n"), p(&[("foo", "bar"), ("baaaz", "quux")]));
-        // The last byte of a one-line file is not read.
-        assert_eq!(pairs(b"foo:bar"), p(&[("foo", "ba")]));
+        // memcached 1.6.18 did not read the last byte of a one-line file;
+        // 1.6.38 does (t/ascii-auth2.t).
+        assert_eq!(pairs(b"foo:bar"), p(&[("foo", "bar")]));
         assert_eq!(pairs(b"foo:bar\n"), p(&[("foo", "bar")]));
-        assert_eq!(pairs(b"foo:bar\r\n"), None);
+        // 1.6.18 refused this file (its last read was a lone `\n`); 1.6.38
+        // reads the `\r\n` whole and accepts it.
+        assert_eq!(pairs(b"foo:bar\r\n"), p(&[("foo", "bar")]));
         assert_eq!(pairs(b"a:b\r\nc:d\r\n"), p(&[("a", "b"), ("c", "d")]));
         assert_eq!(pairs(b"a:b c\nu:p\n"), p(&[("a", "b c"), ("u", "p")]));
         assert_eq!(pairs(b"u:p\rjunk\nfoo:bar\n"), p(&[("u", "p"), ("foo", "bar")]));
         assert_eq!(pairs(b":x\nu:p\n"), p(&[("", "x"), ("u", "p")]));
         assert_eq!(pairs(b"a:b:c\n\nu:p\n"), None);
         assert_eq!(pairs(b"x\n"), None);
-        assert_eq!(pairs(b""), p(&[]));
+        // 1.6.18 accepted an empty file (no entries); 1.6.38's one-byte
+        // read of it finds an empty line and refuses the file.
+        assert_eq!(pairs(b""), None);
     }
 
     #[test]
@@ -228,6 +237,9 @@ mod tests {
         assert!(a.check(b"baaaz", b"quux"));
         assert!(!a.check(b"foo", b"quux"));
         assert!(!a.check(b"foo", b"ba"));
+        let one = AuthFile::parse(b"foo:bar").unwrap();
+        assert!(one.check(b"foo", b"bar"));
+        assert!(!one.check(b"foo", b"ba"));
         assert!(!a.check(b"foo", b"barr"));
         assert!(!a.check(b"", b""));
     }

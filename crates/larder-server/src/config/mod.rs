@@ -262,9 +262,24 @@ pub enum Command {
     Version,
 }
 
-/// A start-up error, printed as is and answered with exit code 64 (EX_USAGE).
+/// A start-up error, printed as is; `.1` is the exit status memcached
+/// 1.6.38 gives the same error: 1 for what its option loop refuses (a bad
+/// `-o` suboption or value, `-c 0`, `-t 0`, an unknown flag ...), 64
+/// (EX_USAGE) for the checks after the loop and for `-B` and `-I`'s.
 #[derive(Debug)]
-pub struct UsageError(pub String);
+pub struct UsageError(pub String, pub i32);
+
+/// memcached's exit status for errors of its option loop.
+const OPTION_LOOP_STATUS: i32 = 1;
+/// sysexits.h EX_USAGE: memcached's status for the checks after the loop.
+pub const EX_USAGE: i32 = 64;
+
+impl UsageError {
+    /// An error of the checks after the option loop (exit 64).
+    fn new(msg: String) -> UsageError {
+        UsageError(msg, EX_USAGE)
+    }
+}
 
 impl fmt::Display for UsageError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -273,7 +288,17 @@ impl fmt::Display for UsageError {
 }
 
 fn err<T>(msg: impl Into<String>) -> Result<T, UsageError> {
-    Err(UsageError(msg.into()))
+    Err(UsageError::new(msg.into()))
+}
+
+/// An error memcached reports from inside its option loop, keeping 64
+/// (EX_USAGE) where memcached exits with it there (`-B`, `-I`).
+fn in_loop(e: UsageError, keep_usage: bool) -> UsageError {
+    if keep_usage {
+        e
+    } else {
+        UsageError(e.0, OPTION_LOOP_STATUS)
+    }
 }
 
 /// Long option names and the short flag each stands for.
@@ -328,152 +353,163 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, Us
     let mut help = false;
     let mut version = false;
     let mut i = 0;
-    while i < args.len() {
-        let arg = &args[i];
-        i += 1;
-        // Collect (flag, optional inline value) pairs from this argument.
-        let mut flags: Vec<(char, Option<String>)> = Vec::new();
-        if let Some(long) = arg.strip_prefix("--") {
-            let (name, value) = match long.split_once('=') {
-                Some((n, v)) => (n, Some(v.to_string())),
-                None => (long, None),
-            };
-            let Some(&(_, flag)) = LONG_OPTIONS.iter().find(|(n, _)| *n == name) else {
-                return err(format!("larder: unrecognized option '--{name}'"));
-            };
-            flags.push((flag, value));
-        } else if let Some(short) = arg.strip_prefix('-') {
-            if short.is_empty() {
-                return err("larder: '-' is not an option");
-            }
-            let chars: Vec<char> = short.chars().collect();
-            let mut j = 0;
-            while j < chars.len() {
-                let c = chars[j];
-                j += 1;
-                if WITH_ARGUMENT.contains(c) {
-                    let rest: String = chars[j..].iter().collect();
-                    flags.push((c, if rest.is_empty() { None } else { Some(rest) }));
-                    break;
+    // memcached exits 1 on what its option loop refuses (64 for -B and -I).
+    let looped = (|| -> Result<(), UsageError> {
+        while i < args.len() {
+            let arg = &args[i];
+            i += 1;
+            // Collect (flag, optional inline value) pairs from this argument.
+            let mut flags: Vec<(char, Option<String>)> = Vec::new();
+            if let Some(long) = arg.strip_prefix("--") {
+                let (name, value) = match long.split_once('=') {
+                    Some((n, v)) => (n, Some(v.to_string())),
+                    None => (long, None),
+                };
+                let Some(&(_, flag)) = LONG_OPTIONS.iter().find(|(n, _)| *n == name) else {
+                    return err(format!("larder: unrecognized option '--{name}'"));
+                };
+                flags.push((flag, value));
+            } else if let Some(short) = arg.strip_prefix('-') {
+                if short.is_empty() {
+                    return err("larder: '-' is not an option");
                 }
-                flags.push((c, None));
-            }
-        } else {
-            return err(format!("larder: unexpected argument '{arg}'"));
-        }
-        for (flag, inline) in flags {
-            let value = if WITH_ARGUMENT.contains(flag) {
-                match inline {
-                    Some(v) => Some(v),
-                    None => {
-                        if i >= args.len() {
-                            return err(format!("larder: option requires an argument -- '{flag}'"));
-                        }
-                        i += 1;
-                        Some(args[i - 1].clone())
+                let chars: Vec<char> = short.chars().collect();
+                let mut j = 0;
+                while j < chars.len() {
+                    let c = chars[j];
+                    j += 1;
+                    if WITH_ARGUMENT.contains(c) {
+                        let rest: String = chars[j..].iter().collect();
+                        flags.push((c, if rest.is_empty() { None } else { Some(rest) }));
+                        break;
                     }
+                    flags.push((c, None));
                 }
             } else {
-                None
-            };
-            let v = value.as_deref().unwrap_or("");
-            match flag {
-                'p' => {
-                    s.port = parse_port(v, "-p")?;
-                    tcp_specified = true;
-                }
-                'U' => {
-                    s.udp_port = parse_port(v, "-U")?;
-                    udp_specified = true;
-                }
-                's' => s.unix_socket = Some(v.to_string()),
-                'a' => {
-                    s.unix_mask = u32::from_str_radix(v, 8)
-                        .map_err(|_| UsageError(format!("larder: -a wants an octal mask, got '{v}'")))?
-                }
-                'A' => s.enable_shutdown = true,
-                'l' => s.listen.extend(v.split(',').filter(|a| !a.is_empty()).map(str::to_string)),
-                'd' => s.daemonize = true,
-                'r' => s.coredumps = true,
-                'u' => s.user = Some(v.to_string()),
-                'm' => s.memory_limit = parse_memory_limit(v)?,
-                'M' => s.evictions = false,
-                'c' => {
-                    let n: i64 = v.parse().map_err(|_| UsageError(format!("larder: bad -c value '{v}'")))?;
-                    if n <= 0 {
-                        return err("Maximum connections must be greater than 0");
+                return err(format!("larder: unexpected argument '{arg}'"));
+            }
+            for (flag, inline) in flags {
+                let value = if WITH_ARGUMENT.contains(flag) {
+                    match inline {
+                        Some(v) => Some(v),
+                        None => {
+                            if i >= args.len() {
+                                return err(format!("larder: option requires an argument -- '{flag}'"));
+                            }
+                            i += 1;
+                            Some(args[i - 1].clone())
+                        }
                     }
-                    s.max_connections = n as usize;
-                }
-                'v' => s.verbose += 1,
-                'h' => help = true,
-                'V' => version = true,
-                'P' => s.pidfile = Some(v.to_string()),
-                'f' | 'n' => s.warnings.push(format!(
-                    "-{flag} tunes memcached's slab classes; larder stores items without size classes, so it has no effect"
-                )),
-                't' => {
-                    let n: i64 = v.parse().map_err(|_| UsageError(format!("larder: bad -t value '{v}'")))?;
-                    if n <= 0 {
-                        return err("Number of threads must be greater than 0");
+                } else {
+                    None
+                };
+                let v = value.as_deref().unwrap_or("");
+                match flag {
+                    'p' => {
+                        s.port = parse_port(v, "-p")?;
+                        tcp_specified = true;
                     }
-                    if n > 256 {
-                        return err("Number of threads must be 256 or fewer");
+                    'U' => {
+                        s.udp_port = parse_port(v, "-U")?;
+                        udp_specified = true;
                     }
-                    s.threads = n as usize;
-                }
-                'R' => {
-                    let n: i64 = v.parse().map_err(|_| UsageError(format!("larder: bad -R value '{v}'")))?;
-                    if n <= 0 {
-                        return err("Number of requests per event must be greater than 0");
+                    's' => s.unix_socket = Some(v.to_string()),
+                    'a' => {
+                        s.unix_mask = u32::from_str_radix(v, 8)
+                            .map_err(|_| UsageError::new(format!("larder: -a wants an octal mask, got '{v}'")))?
                     }
-                    s.reqs_per_event = n as usize;
-                }
-                'C' => s.cas_enabled = false,
-                'b' => {
-                    s.backlog = v.parse().map_err(|_| UsageError(format!("larder: bad -b value '{v}'")))?
-                }
-                'B' => {
-                    protocol_specified = true;
-                    s.protocol = match v {
-                        "auto" => Protocol::Auto,
-                        "ascii" => Protocol::Ascii,
-                        "binary" => Protocol::Binary,
-                        _ => return err(format!("Invalid value for binding protocol: {v}\n -- should be one of auto, binary, or ascii")),
+                    'A' => s.enable_shutdown = true,
+                    'l' => s.listen.extend(v.split(',').filter(|a| !a.is_empty()).map(str::to_string)),
+                    'd' => s.daemonize = true,
+                    'r' => s.coredumps = true,
+                    'u' => s.user = Some(v.to_string()),
+                    'm' => s.memory_limit = parse_memory_limit(v)?,
+                    'M' => s.evictions = false,
+                    'c' => {
+                        let n: i64 = v.parse().map_err(|_| UsageError::new(format!("larder: bad -c value '{v}'")))?;
+                        if n <= 0 {
+                            return err("Maximum connections must be greater than 0");
+                        }
+                        s.max_connections = n as usize;
                     }
-                }
-                'I' => s.item_size_max = parse_item_size(v)?,
-                'F' => s.flush_enabled = false,
-                'X' => s.dump_enabled = false,
-                'W' => s.watch_enabled = false,
-                'D' => {
-                    let b = v.as_bytes();
-                    if b.len() != 1 {
-                        return err("larder: -D takes a single character");
+                    'v' => s.verbose += 1,
+                    'h' => help = true,
+                    'V' => version = true,
+                    'P' => s.pidfile = Some(v.to_string()),
+                    'f' | 'n' => s.warnings.push(format!(
+                        "-{flag} tunes memcached's slab classes; larder stores items without size classes, so it has no effect"
+                    )),
+                    't' => {
+                        let n: i64 = v.parse().map_err(|_| UsageError::new(format!("larder: bad -t value '{v}'")))?;
+                        if n <= 0 {
+                            return err("Number of threads must be greater than 0");
+                        }
+                        if n > 256 {
+                            return err("Number of threads must be 256 or fewer");
+                        }
+                        s.threads = n as usize;
                     }
-                    s.prefix_delimiter = b[0];
-                    s.detail_enabled = true;
-                }
-                'o' => parse_extended(v, &mut s)?,
-                'S' => s.sasl = true,
-                'Y' => s.auth_file = Some(v.to_string()),
-                'Z' => s.tls.enabled = true,
-                'e' => {
-                    if v.is_empty() {
-                        return err("larder: -e needs a file name");
+                    'R' => {
+                        let n: i64 = v.parse().map_err(|_| UsageError::new(format!("larder: bad -R value '{v}'")))?;
+                        if n <= 0 {
+                            return err("Number of requests per event must be greater than 0");
+                        }
+                        s.reqs_per_event = n as usize;
                     }
-                    // Absolute: `-d` changes the directory to / before the
-                    // file is read or written.
-                    let abs = std::path::absolute(v).map_err(|e| UsageError(format!("larder: -e {v}: {e}")))?;
-                    s.memory_file = Some(abs.to_string_lossy().into_owned());
+                    'C' => s.cas_enabled = false,
+                    'b' => {
+                        s.backlog = v.parse().map_err(|_| UsageError::new(format!("larder: bad -b value '{v}'")))?
+                    }
+                    'B' => {
+                        protocol_specified = true;
+                        s.protocol = match v {
+                            "auto" => Protocol::Auto,
+                            "ascii" => Protocol::Ascii,
+                            "binary" => Protocol::Binary,
+                            _ => return err(format!("Invalid value for binding protocol: {v}\n -- should be one of auto, binary, or ascii")),
+                        }
+                    }
+                    'I' => s.item_size_max = parse_item_size(v)?,
+                    'F' => s.flush_enabled = false,
+                    'X' => s.dump_enabled = false,
+                    'W' => s.watch_enabled = false,
+                    'D' => {
+                        let b = v.as_bytes();
+                        if b.len() != 1 {
+                            return err("larder: -D takes a single character");
+                        }
+                        s.prefix_delimiter = b[0];
+                        s.detail_enabled = true;
+                    }
+                    'o' => parse_extended(v, &mut s)?,
+                    'S' => s.sasl = true,
+                    'Y' => s.auth_file = Some(v.to_string()),
+                    'Z' => s.tls.enabled = true,
+                    'e' => {
+                        if v.is_empty() {
+                            return err("larder: -e needs a file name");
+                        }
+                        // Absolute: `-d` changes the directory to / before the
+                        // file is read or written.
+                        let abs = std::path::absolute(v).map_err(|e| UsageError::new(format!("larder: -e {v}: {e}")))?;
+                        s.memory_file = Some(abs.to_string_lossy().into_owned());
+                    }
+                    'k' => return err("larder: -k (lock memory) is not supported"),
+                    'L' => return err("larder: -L (large pages) is not supported"),
+                    'i' => return err("larder: -i (license) is not supported; see the LICENSE file"),
+                    'N' => return err("larder: -N (napi ids) is not supported"),
+                    other => return err(format!("larder: illegal argument \"{other}\"")),
                 }
-                'k' => return err("larder: -k (lock memory) is not supported"),
-                'L' => return err("larder: -L (large pages) is not supported"),
-                'i' => return err("larder: -i (license) is not supported; see the LICENSE file"),
-                'N' => return err("larder: -N (napi ids) is not supported"),
-                other => return err(format!("larder: illegal argument \"{other}\"")),
             }
         }
+        Ok(())
+    })();
+    if let Err(e) = looped {
+        let keep_usage = e.0.starts_with("Invalid value for binding protocol") || e.0.starts_with("Item max size")
+            || e.0.contains("item size limit") || e.0.contains("-I value")
+            // memcached accepts these (-k, -L ...); larder's own refusal stays a usage error.
+            || e.0.contains("is not supported");
+        return Err(in_loop(e, keep_usage));
     }
     if help {
         return Ok(Command::Help);
@@ -519,13 +555,13 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, Us
 fn parse_port(v: &str, flag: &str) -> Result<i32, UsageError> {
     match v.parse::<i32>() {
         Ok(p) if (-1..=65535).contains(&p) => Ok(p),
-        _ => Err(UsageError(format!("larder: bad port for {flag}: '{v}'"))),
+        _ => Err(UsageError::new(format!("larder: bad port for {flag}: '{v}'"))),
     }
 }
 
 /// `-m`: megabytes, or a number with a k/m/g suffix as memcached 1.6 accepts.
 fn parse_memory_limit(v: &str) -> Result<usize, UsageError> {
-    let bad = || UsageError(format!("larder: bad -m value '{v}'"));
+    let bad = || UsageError::new(format!("larder: bad -m value '{v}'"));
     let (digits, mult) = split_unit(v, 1 << 20);
     let n: u64 = digits.parse().map_err(|_| bad())?;
     let bytes = n.checked_mul(mult).ok_or_else(bad)?;
@@ -543,7 +579,7 @@ const ITEM_SIZE_MAX_UPPER: usize = 1 << 30;
 /// The upper bounds (half of `-m`, then 1 GiB) are checked in [`validate`],
 /// in memcached's order.
 fn parse_item_size(v: &str) -> Result<usize, UsageError> {
-    let bad = || UsageError(format!("larder: bad -I value '{v}'"));
+    let bad = || UsageError::new(format!("larder: bad -I value '{v}'"));
     let (digits, mult) = split_unit(v, 1);
     let n: u64 = digits.parse().map_err(|_| bad())?;
     let bytes = n.checked_mul(mult).filter(|&b| b <= usize::MAX as u64).ok_or_else(bad)?;
@@ -571,28 +607,28 @@ fn parse_extended<'a>(list: &'a str, s: &mut Settings) -> Result<(), UsageError>
             None => (opt, None),
         };
         let need = |v: Option<&'a str>| -> Result<&'a str, UsageError> {
-            v.ok_or_else(|| UsageError(format!("larder: -o {name} needs a value ({name}=...)")))
+            v.ok_or_else(|| UsageError::new(format!("larder: -o {name} needs a value ({name}=...)")))
         };
-        if s.tls.parse_option(name, value, &mut s.warnings).map_err(UsageError)? {
+        if s.tls.parse_option(name, value, &mut s.warnings).map_err(UsageError::new)? {
             continue;
         }
         match name {
             "track_table_mb" => {
-                s.track.table_bytes = crate::track::limits::parse_table_mb(need(value)?).map_err(UsageError)?;
+                s.track.table_bytes = crate::track::limits::parse_table_mb(need(value)?).map_err(UsageError::new)?;
             }
             "track_stream_kb" => {
-                s.track.stream_bytes = crate::track::limits::parse_stream_kb(need(value)?).map_err(UsageError)?;
+                s.track.stream_bytes = crate::track::limits::parse_stream_kb(need(value)?).map_err(UsageError::new)?;
             }
             "idle_timeout" => {
                 let v = need(value)?;
                 s.idle_timeout =
-                    v.parse().map_err(|_| UsageError(format!("larder: bad idle_timeout '{v}'")))?;
+                    v.parse().map_err(|_| UsageError::new(format!("larder: bad idle_timeout '{v}'")))?;
             }
             "relaxed_privileges" => s.relaxed_privileges = true,
             "grace" | "grace_lease" => {
                 let v = need(value)?;
                 let secs = crate::stampede::grace::parse_duration(v)
-                    .ok_or_else(|| UsageError(format!("larder: bad duration for -o {name}: '{v}'")))?;
+                    .ok_or_else(|| UsageError::new(format!("larder: bad duration for -o {name}: '{v}'")))?;
                 if name == "grace" {
                     s.grace.default = secs;
                 } else if secs == 0 {
@@ -613,11 +649,11 @@ fn parse_extended<'a>(list: &'a str, s: &mut Settings) -> Result<(), UsageError>
             "coalesce" => {
                 let v = need(value)?;
                 s.coalesce.window = crate::stampede::coalesce::parse_window(v)
-                    .ok_or_else(|| UsageError(format!("larder: bad duration for -o coalesce: '{v}' (e.g. 500ms, 2s)")))?;
+                    .ok_or_else(|| UsageError::new(format!("larder: bad duration for -o coalesce: '{v}' (e.g. 500ms, 2s)")))?;
             }
             "coalesce_max_key" | "coalesce_max" => {
                 let v = need(value)?;
-                let n: u32 = v.parse().map_err(|_| UsageError(format!("larder: bad value for -o {name}: '{v}'")))?;
+                let n: u32 = v.parse().map_err(|_| UsageError::new(format!("larder: bad value for -o {name}: '{v}'")))?;
                 if name == "coalesce_max" {
                     s.coalesce.max_total = n;
                 } else {
@@ -628,7 +664,7 @@ fn parse_extended<'a>(list: &'a str, s: &mut Settings) -> Result<(), UsageError>
             "prefix_stats_max" | "bigkeys" | "bigkeys_min_size" | "hotkeys_window" | "hotkeys_sample" | "metrics_port"
             | "metrics_max_conns" | "metrics_header_timeout" | "metrics_idle_timeout" => {
                 let v = need(value)?;
-                let n: u64 = v.parse().map_err(|_| UsageError(format!("larder: bad value for -o {name}: '{v}'")))?;
+                let n: u64 = v.parse().map_err(|_| UsageError::new(format!("larder: bad value for -o {name}: '{v}'")))?;
                 let o = &mut s.observe;
                 match name {
                     "prefix_stats_max" => o.prefix_stats_max = n as usize,
@@ -646,7 +682,7 @@ fn parse_extended<'a>(list: &'a str, s: &mut Settings) -> Result<(), UsageError>
             "worker_logbuf_size" | "watcher_logbuf_size" => {
                 // memcached: kilobytes.
                 let v = need(value)?;
-                let kib: u32 = v.parse().map_err(|_| UsageError(format!("larder: could not parse argument to {name}: '{v}'")))?;
+                let kib: u32 = v.parse().map_err(|_| UsageError::new(format!("larder: could not parse argument to {name}: '{v}'")))?;
                 let bytes = kib as usize * 1024;
                 if name == "worker_logbuf_size" {
                     s.worker_logbuf_size = bytes;
@@ -691,7 +727,7 @@ fn parse_extended<'a>(list: &'a str, s: &mut Settings) -> Result<(), UsageError>
             "read_buf_mem_limit" => {
                 let v = need(value)?;
                 let mb: usize =
-                    v.parse().map_err(|_| UsageError(format!("larder: could not parse argument to read_buf_mem_limit '{v}'")))?;
+                    v.parse().map_err(|_| UsageError::new(format!("larder: could not parse argument to read_buf_mem_limit '{v}'")))?;
                 s.read_buf_mem_limit = mb << 20;
             }
             // memcached 1.6 says the same: the one limit is read_buf_mem_limit.

@@ -233,11 +233,26 @@ impl Session {
         &mut self.stream
     }
 
-    /// After [`Status::Watch`]: the socket, its registry entry and the
-    /// watcher slot, for `Logger::adopt`.
-    pub fn into_watcher(self) -> Option<(Stream, Arc<ConnInfo>, Reserved)> {
+    /// After [`Status::Watch`]: the socket, its registry entry, the
+    /// watcher slot and the replies still unsent (those before an `mn`,
+    /// which memcached writes before the watcher's `OK`), for
+    /// `Logger::adopt`.
+    pub fn into_watcher(mut self) -> Option<(Stream, Arc<ConnInfo>, Reserved, Vec<u8>)> {
         let r = self.watch?;
-        Some((self.stream, self.info, r))
+        let mut unsent = Vec::new();
+        while self.out.unsent(self.wstart) > 0 {
+            let mut iov = [io::IoSlice::new(&[]); 8];
+            let n = self.out.slices(self.wstart, &mut iov);
+            let took: usize = iov[..n].iter().map(|s| s.len()).sum();
+            if took == 0 {
+                break;
+            }
+            for s in &iov[..n] {
+                unsent.extend_from_slice(s);
+            }
+            self.out.advance(&mut self.wstart, took);
+        }
+        Some((self.stream, self.info, r, unsent))
     }
 
     /// What releases the parked front request, if it is parked.
@@ -467,6 +482,9 @@ impl Session {
         let before = self.rstart;
         let yielded = self.process(srv, ws, tr, now, allowance, budget);
         if self.watch.is_some() {
+            // What an `mn` left unsent goes first (the rest, if the socket
+            // takes less, is handed to the logger with the socket).
+            let _ = self.flush(ws);
             return Some(Flow::Return(Status::Watch));
         }
         if self.rstart != before {

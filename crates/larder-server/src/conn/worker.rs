@@ -339,8 +339,8 @@ impl Worker {
         if let Some(mut session) = self.sessions[slot].take() {
             let _ = session.stream_mut().deregister(self.poll.registry());
             self.free.push(slot);
-            if let Some((stream, info, r)) = session.into_watcher() {
-                self.srv.log.adopt(stream, info, r);
+            if let Some((stream, info, r, unsent)) = session.into_watcher() {
+                self.srv.log.adopt(stream, info, r, unsent);
             }
         }
     }

@@ -31,6 +31,7 @@
 //! `auth::sasl`.
 
 pub mod admin;
+pub mod tuning;
 pub mod arith;
 pub mod delete;
 pub mod flush;

@@ -127,6 +127,8 @@ pub fn stats(srv: &Server, args: &[u8], now: Time, out: &mut Vec<u8>) {
             srv.reset_stats();
             out.extend_from_slice(reply::RESET);
         }
+        // memcached 1.6.37: -X (no dumping) refuses stats detail too.
+        Some(b"detail") if !srv.settings.dump_enabled => reply::line(out, "CLIENT_ERROR stats detail not allowed"),
         Some(b"detail") => {
             // memcached looks at the word after `detail` only.
             match words.next() {
@@ -315,8 +317,10 @@ fn general(srv: &Server, s: &mut Snapshot) {
     s.u64("hash_bytes", st.index_bytes);
     s.u64("hash_is_expanding", 0);
     for name in [
-        "slab_reassign_rescues", "slab_reassign_chunk_rescues", "slab_reassign_evictions_nomem",
-        "slab_reassign_inline_reclaim", "slab_reassign_busy_items", "slab_reassign_busy_deletes",
+        // memcached 1.6.34 renamed slab_reassign_evictions_nomem to
+        // slab_reassign_busy_nomem and moved it after busy_deletes.
+        "slab_reassign_rescues", "slab_reassign_chunk_rescues", "slab_reassign_inline_reclaim",
+        "slab_reassign_busy_items", "slab_reassign_busy_deletes", "slab_reassign_busy_nomem",
         "slab_reassign_running", "slabs_moved",
     ] {
         s.u64(name, 0);
@@ -445,6 +449,14 @@ fn settings(srv: &Server, out: &mut Snapshot) {
     out.str("domain_socket", s.unix_socket.as_deref().unwrap_or("NULL"));
     out.str("umask", &format!("{:o}", s.unix_mask));
     out.str("shutdown_command", yes_no(s.enable_shutdown));
+    // memcached 1.6.38's names, in its order. The slab, LRU and extstore
+    // settings describe machinery larder does not have (no slab classes,
+    // no slab mover, no segmented LRU, no extstore): where larder has an
+    // answer it is given (slab_reassign no, lru_segmented no, its hash);
+    // the pure tuning values are memcached's defaults, which the tuning
+    // commands accept and leave as they are (docs/differences.md).
+    out.str("growth_factor", "1.25");
+    out.u64("chunk_size", 48);
     out.u64("num_threads", s.threads as u64);
     out.u64("num_threads_per_udp", s.threads as u64);
     out.str("stat_key_prefix", &(s.prefix_delimiter as char).to_string());
@@ -458,12 +470,48 @@ fn settings(srv: &Server, out: &mut Snapshot) {
     out.str("auth_enabled_ascii", srv.auth.as_ref().map_or("no", |c| c.path()));
     out.u64("item_size_max", s.item_size_max as u64);
     out.str("maxconns_fast", yes_no(s.maxconns_fast));
+    out.u64("hashpower_init", 0);
+    out.str("slab_reassign", "no");
+    out.u64("slab_automove", 0);
+    out.str("slab_automove_ratio", "0.80");
+    out.u64("slab_automove_window", 10);
+    out.u64("slab_chunk_max", 524_288);
+    out.str("lru_crawler", yes_no(s.lru_crawler));
+    out.u64("lru_crawler_sleep", 100);
+    out.u64("lru_crawler_tocrawl", 0);
+    out.u64("tail_repair_time", 0);
     out.str("flush_enabled", yes_no(s.flush_enabled));
     out.str("dump_enabled", yes_no(s.dump_enabled));
+    // larder's keyed SipHash-1-3 (larder-store's hash.rs), not murmur3.
+    out.str("hash_algorithm", "siphash13");
+    // As memcached: off under -o no_lru_maintainer (which also drops its stats).
+    out.str("lru_maintainer_thread", yes_no(s.lru_maintainer));
+    out.str("lru_segmented", "no");
+    out.u64("hot_lru_pct", 20);
+    out.u64("warm_lru_pct", 40);
+    out.str("hot_max_factor", "0.20");
+    out.str("warm_max_factor", "2.00");
+    out.str("temp_lru", "no");
+    out.u64("temporary_ttl", 61);
     out.u64("idle_timeout", s.idle_timeout as u64);
     out.u64("watcher_logbuf_size", s.watcher_logbuf_size as u64);
     out.u64("worker_logbuf_size", s.worker_logbuf_size as u64);
     out.u64("read_buf_mem_limit", s.read_buf_mem_limit as u64);
+    out.str("track_sizes", "no");
+    out.str("inline_ascii_response", "no");
+    // memcached built with extstore (Debian's) lists its defaults even
+    // without -o ext_path; larder has no extstore.
+    out.u64("ext_item_size", 512);
+    out.u64("ext_item_age", u64::from(u32::MAX));
+    out.u64("ext_low_ttl", 0);
+    out.u64("ext_recache_rate", 2000);
+    out.u64("ext_wbuf_size", 4 << 20);
+    out.u64("ext_compact_under", 0);
+    out.u64("ext_drop_under", 0);
+    out.u64("ext_max_sleep", 1_000_000);
+    out.str("ext_max_frag", "0.80");
+    out.str("slab_automove_freeratio", "0.010");
+    out.str("ext_drop_unread", "no");
     // memcached (built with TLS, as Debian's is) lists these whether or
     // not -Z is on.
     let t = &s.tls;
@@ -478,7 +526,12 @@ fn settings(srv: &Server, out: &mut Snapshot) {
     out.str("ssl_session_cache", yes_no(t.session_cache));
     out.str("ssl_kernel_tls", yes_no(t.kernel_tls));
     out.str("ssl_min_version", t.min_version_text());
+    out.str("proxy_enabled", "no");
+    out.str("proxy_uring_enabled", "no");
+    out.str("num_napi_ids", "(null)");
     out.str("memory_file", s.memory_file.as_deref().unwrap_or("(null)"));
+    // memcached 1.6.22: bytes of client flags kept per item (larder: 32 bits).
+    out.u64("client_flags_size", 4);
 }
 
 fn items(srv: &Server, now: Time, s: &mut Snapshot) {

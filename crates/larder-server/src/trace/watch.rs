@@ -175,6 +175,8 @@ struct NewWatcher {
     stream: Stream,
     info: Arc<ConnInfo>,
     r: Reserved,
+    /// Replies the connection had not sent yet, sent before its `OK`.
+    unsent: Vec<u8>,
 }
 
 /// What the workers and the logger thread share under one lock (taken when
@@ -335,10 +337,10 @@ impl Logger {
 
     /// The socket of a reserved watcher moves to the logger thread, which
     /// greets it with `OK`.
-    pub fn adopt(&self, stream: Stream, info: Arc<ConnInfo>, r: Reserved) {
+    pub fn adopt(&self, stream: Stream, info: Arc<ConnInfo>, r: Reserved, unsent: Vec<u8>) {
         info.set_state(ConnState::Watch);
         let mut sh = lock(&self.shared);
-        sh.pending.push(NewWatcher { stream, info, r });
+        sh.pending.push(NewWatcher { stream, info, r, unsent });
         if let Some(w) = &sh.waker {
             let _ = w.wake();
         }
@@ -764,6 +766,7 @@ fn run(log: &Logger, host: &dyn WatcherHost, mut poll: Poll) {
                 continue;
             }
             let mut out = Vec::with_capacity(log.watcher_buf);
+            out.extend_from_slice(&nw.unsent);
             out.extend_from_slice(b"OK\r\n");
             watchers[slot] =
                 Some(Watcher { stream: nw.stream, info: nw.info, r: nw.r, out, start: 0, skipped: 0, blocked: false });

@@ -108,13 +108,17 @@ pub struct Conversation {
     attachment: Option<crate::track::subscriber::Attachment>,
     /// `track stream`: the connection is a subscriber's push stream.
     stream: Option<crate::track::subscriber::Subscriber>,
+    /// The last request run was `mn`, which memcached follows with an
+    /// immediate write of every reply so far: what is unsent behind it
+    /// does not count as pipelined (`mn` then metadump or `watch` runs).
+    after_mn: bool,
 }
 
 impl Conversation {
     /// A stream connection's. `authenticated`: false when the server
     /// requires authentication (`-Y` or `-S`).
     pub fn new(authenticated: bool) -> Conversation {
-        Conversation { wire: Wire::Undecided, auth: ConnAuth::new(!authenticated), resume: 0, dump: None, retry: false, datagram: false, attachment: None, stream: None }
+        Conversation { wire: Wire::Undecided, auth: ConnAuth::new(!authenticated), resume: 0, dump: None, retry: false, datagram: false, attachment: None, stream: None, after_mn: false }
     }
 
     /// One UDP datagram's (memcached decides text or binary per datagram,

@@ -20,23 +20,37 @@ use larder_proto::block::Input;
 /// The text driver: parse the request at the front of `input`, run it and
 /// encode its reply. `pipelined`: earlier replies are still unsent.
 pub fn step(conv: &mut Conversation, cx: &mut Ctx<'_>, input: Input<'_>, out: &mut Output, pipelined: bool) -> Step {
+    // memcached flushes every reply after `mn`: nothing before it is
+    // pipelined as far as metadump and watch are concerned.
+    let pipelined = pipelined && !conv.after_mn;
     // The request goes from the parser's result straight to its executor:
     // it is a few hundred bytes (a meta request carries its decoded key),
     // and every extra hop through another enum is a copy per request.
     let (request, consumed) = match text::parse_input(input, &cx.srv.limits) {
         Parsed::Request { request, consumed } => (request, consumed),
-        refused => return refuse(cx, refused, out),
+        refused => {
+            let step = refuse(cx, refused, out);
+            if matches!(step, Step::Skipped { .. }) {
+                conv.after_mn = false;
+            }
+            return step;
+        }
     };
     match request {
-        Request::Admin { command: AdminCommand::LruCrawler, args } if !conv.datagram && args.starts_with(b"metadump") => {
+        Request::Admin { command: AdminCommand::LruCrawler, args } if !conv.datagram && dump_kind(args).is_some() => {
             let words: Vec<&[u8]> = args.split(|&b| b == b' ').filter(|w| !w.is_empty()).skip(1).collect();
-            conv.dump = metadump::start(cx.srv, &words, pipelined, &mut out.buf);
+            let kind = dump_kind(args).unwrap_or(metadump::Kind::Meta);
+            conv.dump = metadump::start(cx.srv, kind, &words, pipelined, &mut out.buf);
+            conv.after_mn = false;
             Step::Ran { consumed, close: None }
         }
-        Request::Admin { command: AdminCommand::Watch, args } if !conv.datagram => match watch_start(cx.srv, args, pipelined, &mut out.buf) {
-            Some(reserved) => Step::Watch { consumed, reserved },
-            None => Step::Ran { consumed, close: None },
-        },
+        Request::Admin { command: AdminCommand::Watch, args } if !conv.datagram => {
+            conv.after_mn = false;
+            match watch_start(cx.srv, args, pipelined, &mut out.buf) {
+                Some(reserved) => Step::Watch { consumed, reserved },
+                None => Step::Ran { consumed, close: None },
+            }
+        }
         Request::Admin { command: AdminCommand::Track, args } if !conv.datagram => {
             crate::wire::track::command(conv, cx, args, consumed, out)
         }
@@ -45,6 +59,7 @@ pub fn step(conv: &mut Conversation, cx: &mut Ctx<'_>, input: Input<'_>, out: &m
                 return Step::Overflow;
             }
             let quit = matches!(request, Request::Quit);
+            let mn = matches!(&request, Request::Meta(m) if m.command == larder_proto::MetaCommand::Noop);
             match execute(cx, request, out, conv.resume) {
                 After::Paused(done) => {
                     // Same request again once the output drains.
@@ -58,6 +73,7 @@ pub fn step(conv: &mut Conversation, cx: &mut Ctx<'_>, input: Input<'_>, out: &m
                 }
                 after => {
                     conv.resume = 0;
+                    conv.after_mn = mn;
                     let close = match after {
                         After::Close if quit => Some(CloseReason::Normal),
                         After::Close => Some(CloseReason::Error),
@@ -67,6 +83,15 @@ pub fn step(conv: &mut Conversation, cx: &mut Ctx<'_>, input: Input<'_>, out: &m
                 }
             }
         }
+    }
+}
+
+/// `lru_crawler metadump ...` or `lru_crawler mgdump ...`: which dump.
+fn dump_kind(args: &[u8]) -> Option<metadump::Kind> {
+    match args.split(|&b| b == b' ').next() {
+        Some(b"metadump") => Some(metadump::Kind::Meta),
+        Some(b"mgdump") => Some(metadump::Kind::Mg),
+        _ => None,
     }
 }
 
@@ -178,10 +203,11 @@ fn execute(cx: &mut Ctx<'_>, req: Request<'_>, out: &mut Output, resume: usize) 
             out.extend_from_slice(if ok { reply::OK } else { reply::ERROR });
         }
         Request::Meta(meta) => crate::wire::meta::execute(cx, &meta, out),
-        // `lru_crawler metadump` and `watch` take over the connection and
-        // are handled by the session before it gets here. The rest are
-        // memcached subsystems larder does not have (slab mover, LRU
-        // tuning, extstore): memcached's `ERROR` for an unknown command.
+        // `lru_crawler metadump|mgdump` and `watch` take over the
+        // connection and are handled by the session before it gets here.
+        // The slab/LRU tuning commands are answered as memcached answers
+        // them, without effect (exec/tuning.rs); extstore is a subsystem
+        // larder does not build: memcached's `ERROR` for an unknown command.
         Request::Admin { command: AdminCommand::RefreshCerts, args } => {
             // memcached: noreply silences the OK, never the error.
             let noreply = args.split(|&b| b == b' ').rfind(|w| !w.is_empty()) == Some(&b"noreply"[..]);
@@ -191,16 +217,19 @@ fn execute(cx: &mut Ctx<'_>, req: Request<'_>, out: &mut Output, resume: usize) 
                 Err(msg) => reply::line(out, &msg),
             }
         }
-        Request::Admin { command, args: _ } => match command {
-            AdminCommand::Slabs
-            | AdminCommand::Lru
-            | AdminCommand::LruCrawler
-            | AdminCommand::Watch
-            | AdminCommand::Extstore
-            | AdminCommand::RefreshCerts
-            // Over UDP: a stream needs a connection.
-            | AdminCommand::Track => out.extend_from_slice(reply::ERROR),
-        },
+        Request::Admin { command, args } => {
+            use exec::tuning;
+            let answer = match command {
+                AdminCommand::Slabs => tuning::slabs(args),
+                AdminCommand::Lru => tuning::lru(args),
+                AdminCommand::LruCrawler => tuning::lru_crawler(args, cx.srv.settings.lru_crawler),
+                // `track` over UDP: a stream needs a connection.
+                AdminCommand::Watch | AdminCommand::Extstore | AdminCommand::RefreshCerts | AdminCommand::Track => Some("ERROR"),
+            };
+            if let Some(line) = answer {
+                reply::line(out, line);
+            }
+        }
     }
     After::Continue
 }
