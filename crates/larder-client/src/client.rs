@@ -14,6 +14,7 @@ use crate::ketama::{Continuum, KeyHash};
 use crate::metrics::{inc, Metrics, MetricsSnapshot};
 use crate::near::{NearCache, Value};
 use crate::node::Node;
+use crate::pool::Pooled;
 use crate::proto::{check_key, Header, MetaFlags};
 use crate::stream::StreamMode;
 use crate::Error;
@@ -205,29 +206,57 @@ impl Client {
             return Ok(Some(v));
         }
         let node = self.node(key);
-        let mut c = node.pool.checkout()?;
-        let (ticket, reply) = c.run(|conn| {
-            let ticket = self.ticket(node, conn, key)?;
-            conn.send(format!("mg {key} v t f\r\n").as_bytes())?;
-            Ok((ticket, conn.reply()?))
-        })?;
+        let mut ticket = None;
+        let reply = self.read_retrying(node, |c| {
+            c.run(|conn| {
+                // A failed first attempt's token goes before the retry takes its own.
+                self.settle(key, ticket.take(), None);
+                ticket = self.ticket(node, conn, key)?;
+                conn.send(format!("mg {key} v t f\r\n").as_bytes())?;
+                match conn.reply()? {
+                    Reply::Other(h) if h != Header::En => Err(Error::Protocol(format!("unexpected reply to mg: {h:?}"))),
+                    r => Ok(r),
+                }
+            })
+        });
         match reply {
-            Reply::Value(v, flags) => {
+            Ok(Reply::Value(v, flags)) => {
                 let v: Value = v.into();
                 inc(&self.metrics.server_hits);
                 self.settle(key, ticket, Some((&v, &flags)));
                 Ok(Some(v))
             }
-            Reply::Other(Header::En) => {
+            Ok(Reply::Other(_)) => {
                 inc(&self.metrics.misses);
                 self.settle(key, ticket, None);
                 Ok(None)
             }
-            Reply::Other(h) => {
-                c.broken = true;
+            Err(e) => {
                 self.settle(key, ticket, None);
-                Err(Error::Protocol(format!("unexpected reply to mg: {h:?}")))
+                Err(e)
             }
+        }
+    }
+
+    /// Runs a read (`f`, which may run twice) on a pooled connection of
+    /// `node`. If it fails with an I/O error on a connection that had served
+    /// earlier requests (the server restarted or closed it between the
+    /// checkout's liveness check and our send), it runs once more on another
+    /// connection: a read is safe to repeat, and the caller should not see a
+    /// failure that a fresh connection would not have had. Writes are never
+    /// retried this way (their bytes may have reached the server), and
+    /// neither is a read on a connection opened for it (the server is
+    /// really unreachable or failing).
+    fn read_retrying<T>(&self, node: &Node, mut f: impl FnMut(&mut Pooled<'_>) -> Result<T, Error>) -> Result<T, Error> {
+        let mut c = node.pool.checkout()?;
+        match f(&mut c) {
+            Err(Error::Io(_)) if c.reused => {
+                drop(c);
+                inc(&self.metrics.retries);
+                let mut c = node.pool.checkout()?;
+                f(&mut c)
+            }
+            r => r,
         }
     }
 
@@ -303,32 +332,37 @@ impl Client {
         }
         for (i, ks) in per_node.iter().enumerate().filter(|(_, ks)| !ks.is_empty()) {
             let node = &self.nodes[i];
-            let mut c = node.pool.checkout()?;
             let mut tickets: HashMap<&str, Option<Ticket>> = HashMap::new();
-            let res = c.run(|conn| {
-                let mut cmd = Vec::new();
-                for &k in ks {
-                    tickets.insert(k, self.ticket(node, conn, k)?);
-                    cmd.extend_from_slice(format!("mg {k} v t f k q\r\n").as_bytes());
-                }
-                cmd.extend_from_slice(b"mn\r\n");
-                conn.send(&cmd)?;
-                loop {
-                    match conn.reply()? {
-                        Reply::Value(v, flags) => {
-                            let key = flags.key.clone().ok_or_else(|| Error::Protocol("mg k reply without key".into()))?;
-                            let Some(&k) = ks.iter().find(|&&k| k == key) else {
-                                return Err(Error::Protocol(format!("reply for a key not asked: {key}")));
-                            };
-                            let v: Value = v.into();
-                            inc(&self.metrics.server_hits);
-                            self.settle(k, tickets.remove(k).flatten(), Some((&v, &flags)));
-                            out.insert(key, v);
-                        }
-                        Reply::Other(Header::Mn) => return Ok(()),
-                        Reply::Other(h) => return Err(Error::Protocol(format!("unexpected reply in multi-get: {h:?}"))),
+            let res = self.read_retrying(node, |c| {
+                c.run(|conn| {
+                    // A failed first attempt's tokens go before the retry takes its own.
+                    for (k, t) in tickets.drain() {
+                        self.settle(k, t, None);
                     }
-                }
+                    let mut cmd = Vec::new();
+                    for &k in ks {
+                        tickets.insert(k, self.ticket(node, conn, k)?);
+                        cmd.extend_from_slice(format!("mg {k} v t f k q\r\n").as_bytes());
+                    }
+                    cmd.extend_from_slice(b"mn\r\n");
+                    conn.send(&cmd)?;
+                    loop {
+                        match conn.reply()? {
+                            Reply::Value(v, flags) => {
+                                let key = flags.key.clone().ok_or_else(|| Error::Protocol("mg k reply without key".into()))?;
+                                let Some(&k) = ks.iter().find(|&&k| k == key) else {
+                                    return Err(Error::Protocol(format!("reply for a key not asked: {key}")));
+                                };
+                                let v: Value = v.into();
+                                inc(&self.metrics.server_hits);
+                                self.settle(k, tickets.remove(k).flatten(), Some((&v, &flags)));
+                                out.insert(key, v);
+                            }
+                            Reply::Other(Header::Mn) => return Ok(()),
+                            Reply::Other(h) => return Err(Error::Protocol(format!("unexpected reply in multi-get: {h:?}"))),
+                        }
+                    }
+                })
             });
             for (k, t) in tickets.drain() {
                 if res.is_ok() {

@@ -34,6 +34,24 @@ impl Conn {
         Ok(Conn { reader: BufReader::new(s), writer, attached_gen: 0 })
     }
 
+    /// False when the server has closed this idle connection (a restart, an
+    /// idle timeout) or left bytes on it that no request asked for. Checked
+    /// before an idle connection is reused, so that a request is never sent
+    /// on a connection already known to be dead (pymemcache and libmemcached
+    /// likewise reconnect before sending rather than failing the request).
+    pub fn is_alive(&self) -> bool {
+        if !self.reader.buffer().is_empty() {
+            return false;
+        }
+        let s = self.reader.get_ref();
+        if s.set_nonblocking(true).is_err() {
+            return false;
+        }
+        let mut b = [0u8; 1];
+        let alive = matches!(s.peek(&mut b), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
+        alive && s.set_nonblocking(false).is_ok()
+    }
+
     pub fn send(&mut self, bytes: &[u8]) -> Result<(), Error> {
         self.writer.write_all(bytes)?;
         Ok(())

@@ -1,5 +1,6 @@
 //! The client's counters: near hits, server hits, misses, loads,
-//! invalidations (IV lines applied), flushes (whole near cache dropped).
+//! invalidations (IV lines applied), flushes (whole near cache dropped),
+//! retries (reads repeated on another connection after a pooled one failed).
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -11,6 +12,7 @@ pub struct Metrics {
     pub loads: AtomicU64,
     pub invalidations: AtomicU64,
     pub flushes: AtomicU64,
+    pub retries: AtomicU64,
 }
 
 /// A copy of the counters at one moment.
@@ -22,6 +24,7 @@ pub struct MetricsSnapshot {
     pub loads: u64,
     pub invalidations: u64,
     pub flushes: u64,
+    pub retries: u64,
 }
 
 impl Metrics {
@@ -33,6 +36,7 @@ impl Metrics {
             loads: self.loads.load(Relaxed),
             invalidations: self.invalidations.load(Relaxed),
             flushes: self.flushes.load(Relaxed),
+            retries: self.retries.load(Relaxed),
         }
     }
 }

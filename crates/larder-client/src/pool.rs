@@ -1,6 +1,8 @@
 //! A bounded pool of connections to one node: at most `max` open, idle ones
 //! reused, a broken one (any I/O or protocol error) dropped instead of being
-//! returned, so a half-read reply never reaches the next caller.
+//! returned, so a half-read reply never reaches the next caller, and an idle
+//! one the server has closed meanwhile (a restart) dropped at checkout
+//! instead of being handed out.
 
 use std::net::SocketAddr;
 use std::sync::{Condvar, Mutex};
@@ -27,6 +29,9 @@ pub struct Pooled<'a> {
     pool: &'a Pool,
     conn: Option<Conn>,
     pub broken: bool,
+    /// Taken from the idle list (it served requests before) rather than
+    /// opened for this checkout.
+    pub reused: bool,
 }
 
 impl Pool {
@@ -38,14 +43,17 @@ impl Pool {
         let deadline = Instant::now() + self.timeout;
         let mut st = self.state.lock().unwrap();
         loop {
-            if let Some(c) = st.idle.pop() {
-                return Ok(Pooled { pool: self, conn: Some(c), broken: false });
+            while let Some(c) = st.idle.pop() {
+                if c.is_alive() {
+                    return Ok(Pooled { pool: self, conn: Some(c), broken: false, reused: true });
+                }
+                st.open -= 1;
             }
             if st.open < self.max {
                 st.open += 1;
                 drop(st);
                 return match Conn::connect(&self.addr, self.timeout) {
-                    Ok(c) => Ok(Pooled { pool: self, conn: Some(c), broken: false }),
+                    Ok(c) => Ok(Pooled { pool: self, conn: Some(c), broken: false, reused: false }),
                     Err(e) => {
                         self.state.lock().unwrap().open -= 1;
                         self.freed.notify_one();

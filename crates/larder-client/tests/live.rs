@@ -1,8 +1,8 @@
 //! larder-client against real larder servers (the workspace's release
 //! binary, `cargo build --release -p larder-server`): placement compared
 //! with pylibmc's, CRUD, multi-get, the pool's bound, single flight and
-//! leases, the near cache's TTL cap and byte bound; and, ignored until the
-//! server has them, the invalidation stream's end-to-end cases.
+//! leases, the near cache's TTL cap and byte bound; the invalidation
+//! stream's end-to-end cases; and a server without `track` (memcached).
 
 mod common;
 
@@ -317,23 +317,26 @@ fn near_hit_latency() {
 
 #[test]
 fn tracking_without_server_support_never_fills_the_near_cache() {
-    // Today's larder answers `track stream` with ERROR: no stream, so no read
-    // may be cached (nothing would invalidate it).
-    let nodes = start_nodes(1, &[]);
-    let mut cfg = Config::new(addrs(&nodes));
+    // A server without `track` (memcached itself answers `ERROR`): no stream,
+    // so no read may be cached (nothing would invalidate it).
+    let Some(mc) = larder_testkit::Memcached::start_or_skip(&[]) else { return };
+    let mut cfg = Config::new([mc.addr()]);
     cfg.near = near(1 << 20, Duration::from_secs(60), Invalidation::Tracking);
     let c = Client::new(cfg).unwrap();
     c.set("t", b"1", 0).unwrap();
     for _ in 0..5 {
         assert_eq!(c.get("t").unwrap().as_deref(), Some(&b"1"[..]));
     }
+    // The stream thread has had its answer by now (it retries with backoff).
+    thread::sleep(Duration::from_millis(200));
     assert!(!c.streams_up());
+    assert_eq!(c.get("t").unwrap().as_deref(), Some(&b"1"[..]));
     let m = c.metrics();
-    assert_eq!((m.near_hits, m.server_hits), (0, 5));
+    assert_eq!((m.near_hits, m.server_hits), (0, 6));
     assert_eq!(c.near_entries(), 0);
 }
 
-// ---- the invalidation stream end to end (needs the server side of #28) ----
+// ---- the invalidation stream end to end ----
 
 fn tracked(nodes: &[larder_testkit::Larder], inv: Invalidation) -> Client {
     let mut cfg = Config::new(addrs(nodes));
@@ -344,7 +347,6 @@ fn tracked(nodes: &[larder_testkit::Larder], inv: Invalidation) -> Client {
 }
 
 #[test]
-#[ignore = "needs the server's track commands (#28 server side), not yet in larder"]
 fn another_writer_invalidates_the_near_copy() {
     let nodes = start_nodes(3, &[]);
     let reader = tracked(&nodes, Invalidation::Tracking);
@@ -369,7 +371,6 @@ fn another_writer_invalidates_the_near_copy() {
 }
 
 #[test]
-#[ignore = "needs the server's track commands (#28 server side), not yet in larder"]
 fn own_writes_need_no_push_and_never_leave_stale_copies() {
     let nodes = start_nodes(1, &[]);
     let c = tracked(&nodes, Invalidation::Tracking);
@@ -381,7 +382,6 @@ fn own_writes_need_no_push_and_never_leave_stale_copies() {
 }
 
 #[test]
-#[ignore = "needs the server's track commands (#28 server side), not yet in larder"]
 fn flush_all_and_stream_loss_flush_the_near_cache() {
     let nodes = start_nodes(1, &[]);
     let c = tracked(&nodes, Invalidation::Tracking);
@@ -412,7 +412,6 @@ fn flush_all_and_stream_loss_flush_the_near_cache() {
 }
 
 #[test]
-#[ignore = "needs the server's track commands (#28 server side), not yet in larder"]
 fn server_restart_flushes_and_resubscribes() {
     let port = larder_testkit::free_port();
     let mut server = common::OnPort::start(port);
@@ -432,7 +431,6 @@ fn server_restart_flushes_and_resubscribes() {
 }
 
 #[test]
-#[ignore = "needs the server's track commands (#28 server side), not yet in larder"]
 fn broadcast_mode_invalidates_by_prefix() {
     let nodes = start_nodes(1, &[]);
     let c = tracked(&nodes, Invalidation::Broadcast(vec!["user:".into()]));
@@ -446,7 +444,6 @@ fn broadcast_mode_invalidates_by_prefix() {
 }
 
 #[test]
-#[ignore = "needs the server's track commands (#28 server side), not yet in larder"]
 fn versioned_readers_and_writers_see_no_stale_value_after_the_barrier() {
     // Writers bump versions; after each acknowledged write and a barrier,
     // every reader's next read returns at least that version.

@@ -7,6 +7,8 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 
 /** One blocking connection to a node: writes commands, reads meta replies with every length checked. */
@@ -18,14 +20,39 @@ final class Connection implements AutoCloseable {
     private final OutputStream out;
     /** The stream generation this connection is attached to ({@code track attach}); 0: none. */
     long attachedGen;
+    /** Taken from the pool's idle list (it served requests before) rather than opened for this checkout. */
+    boolean reused;
 
     Connection(InetSocketAddress addr, int timeoutMillis) throws IOException {
-        socket = new Socket();
+        // Opened as a channel so that isAlive() can look at it without blocking; its socket
+        // adaptor still honours SO_TIMEOUT for the blocking reads below (JDK 13+).
+        socket = SocketChannel.open().socket();
         socket.connect(addr, timeoutMillis);
         socket.setTcpNoDelay(true);
         socket.setSoTimeout(timeoutMillis);
         in = new BufferedInputStream(socket.getInputStream(), 16384);
         out = socket.getOutputStream();
+    }
+
+    /**
+     * False when the server has closed this idle connection (a restart, an idle timeout) or
+     * left bytes on it that no request asked for. Checked before an idle connection is reused,
+     * so that a request is never sent on a connection already known to be dead (pymemcache and
+     * libmemcached likewise reconnect before sending rather than failing the request).
+     */
+    boolean isAlive() {
+        try {
+            if (in.available() > 0) {
+                return false;
+            }
+            SocketChannel ch = socket.getChannel();
+            ch.configureBlocking(false);
+            int n = ch.read(ByteBuffer.allocate(1));
+            ch.configureBlocking(true);
+            return n == 0;
+        } catch (IOException | RuntimeException e) {
+            return false;
+        }
     }
 
     void send(String s) throws IOException {

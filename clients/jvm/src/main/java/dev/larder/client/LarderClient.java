@@ -142,7 +142,7 @@ public final class LarderClient implements AutoCloseable {
         if (v != null) {
             return CompletableFuture.completedFuture(v);
         }
-        return CompletableFuture.supplyAsync(() -> blocking(() -> fetch(key, "mg " + key + " v t\r\n").value()), io);
+        return CompletableFuture.supplyAsync(() -> blocking(() -> fetch(key, "mg " + key + " v t\r\n", true).value()), io);
     }
 
     /** Stores {@code value} for {@code ttlSeconds} (0: none). */
@@ -222,7 +222,7 @@ public final class LarderClient implements AutoCloseable {
     private void leaseAttempt(String key, BiFunction<String, Executor, CompletableFuture<byte[]>> loader,
                               CompletableFuture<byte[]> mine, long deadline, long pauseMillis) {
         try {
-            Fetched f = fetch(key, "mg " + key + " v c t N" + cfg.leaseTtlSeconds + "\r\n");
+            Fetched f = fetch(key, "mg " + key + " v c t N" + cfg.leaseTtlSeconds + "\r\n", false);
             Reply.Flags fl = f.flags();
             if (f.value() == null) {
                 throw new Reply.ProtocolException("mg N answered a miss");
@@ -322,38 +322,52 @@ public final class LarderClient implements AutoCloseable {
         }
     }
 
-    private Fetched fetch(String key, String cmd) throws IOException {
-        Node node = nodes.get(nodeIndex(key));
-        Connection c = node.pool.checkout();
-        boolean broken = true;
-        long token = -1;
-        try {
-            token = ticket(node, c, key);
-            c.send(cmd);
-            Reply r = c.reply();
-            broken = false;
-            if (r.kind() == Reply.Kind.VA) {
-                boolean lease = r.flags().win() || (r.flags().z() && !r.flags().stale());
-                if (!lease) {
-                    metrics.serverHits.increment();
-                } else if (r.flags().win()) {
-                    metrics.misses.increment();
+    /**
+     * One {@code mg}. {@code idempotent}: a plain read, which is repeated once on another
+     * connection if it fails with an I/O error on a connection that had served earlier requests
+     * (the server restarted or closed it between the checkout's liveness check and the send).
+     * A lease request ({@code N}) is not repeated: its bytes may have reached the server and
+     * taken the lease.
+     */
+    private Fetched fetch(String key, String cmd, boolean idempotent) throws IOException {
+        for (int attempt = 0; ; attempt++) {
+            Node node = nodes.get(nodeIndex(key));
+            Connection c = node.pool.checkout();
+            boolean broken = true;
+            long token = -1;
+            try {
+                token = ticket(node, c, key);
+                c.send(cmd);
+                Reply r = c.reply();
+                broken = false;
+                if (r.kind() == Reply.Kind.VA) {
+                    boolean lease = r.flags().win() || (r.flags().z() && !r.flags().stale());
+                    if (!lease) {
+                        metrics.serverHits.increment();
+                    } else if (r.flags().win()) {
+                        metrics.misses.increment();
+                    }
+                    settle(key, token, r.value(), r.flags());
+                    token = -1;
+                    return new Fetched(r.value(), r.flags());
                 }
-                settle(key, token, r.value(), r.flags());
-                token = -1;
-                return new Fetched(r.value(), r.flags());
+                if (r.kind() == Reply.Kind.EN) {
+                    metrics.misses.increment();
+                    return new Fetched(null, Reply.Flags.NONE);
+                }
+                broken = true;
+                throw new Reply.ProtocolException("unexpected reply to mg: " + r.kind());
+            } catch (IOException e) {
+                if (!idempotent || !c.reused || attempt > 0) {
+                    throw e;
+                }
+                metrics.retries.increment();
+            } finally {
+                if (token >= 0) {
+                    near.abandon(key, token);
+                }
+                node.pool.release(c, broken);
             }
-            if (r.kind() == Reply.Kind.EN) {
-                metrics.misses.increment();
-                return new Fetched(null, Reply.Flags.NONE);
-            }
-            broken = true;
-            throw new Reply.ProtocolException("unexpected reply to mg: " + r.kind());
-        } finally {
-            if (token >= 0) {
-                near.abandon(key, token);
-            }
-            node.pool.release(c, broken);
         }
     }
 
@@ -402,40 +416,48 @@ public final class LarderClient implements AutoCloseable {
         }
     }
 
+    /** A pipelined multi-get on one node; repeated once as {@link #fetch} repeats a read. */
     private Map<String, byte[]> multiGet(Node node, List<String> keys) throws IOException {
-        Map<String, byte[]> out = new HashMap<>();
-        Map<String, Long> tokens = new HashMap<>();
-        Connection c = node.pool.checkout();
-        boolean broken = true;
-        try {
-            StringBuilder cmd = new StringBuilder();
-            for (String k : keys) {
-                tokens.put(k, ticket(node, c, k));
-                cmd.append("mg ").append(k).append(" v t k q\r\n");
-            }
-            cmd.append("mn\r\n");
-            c.send(cmd.toString());
-            while (true) {
-                Reply r = c.reply();
-                if (r.kind() == Reply.Kind.MN) {
-                    break;
+        for (int attempt = 0; ; attempt++) {
+            Map<String, byte[]> out = new HashMap<>();
+            Map<String, Long> tokens = new HashMap<>();
+            Connection c = node.pool.checkout();
+            boolean broken = true;
+            try {
+                StringBuilder cmd = new StringBuilder();
+                for (String k : keys) {
+                    tokens.put(k, ticket(node, c, k));
+                    cmd.append("mg ").append(k).append(" v t k q\r\n");
                 }
-                if (r.kind() != Reply.Kind.VA || r.flags().key() == null || !tokens.containsKey(r.flags().key())) {
-                    throw new Reply.ProtocolException("unexpected reply in multi-get: " + r.kind());
+                cmd.append("mn\r\n");
+                c.send(cmd.toString());
+                while (true) {
+                    Reply r = c.reply();
+                    if (r.kind() == Reply.Kind.MN) {
+                        break;
+                    }
+                    if (r.kind() != Reply.Kind.VA || r.flags().key() == null || !tokens.containsKey(r.flags().key())) {
+                        throw new Reply.ProtocolException("unexpected reply in multi-get: " + r.kind());
+                    }
+                    String k = r.flags().key();
+                    metrics.serverHits.increment();
+                    settle(k, tokens.remove(k), r.value(), r.flags());
+                    out.put(k, r.value());
                 }
-                String k = r.flags().key();
-                metrics.serverHits.increment();
-                settle(k, tokens.remove(k), r.value(), r.flags());
-                out.put(k, r.value());
+                broken = false;
+                metrics.misses.add(tokens.size());
+                return out;
+            } catch (IOException e) {
+                if (!c.reused || attempt > 0) {
+                    throw e;
+                }
+                metrics.retries.increment();
+            } finally {
+                if (near != null) {
+                    tokens.forEach((k, t) -> near.abandon(k, t));
+                }
+                node.pool.release(c, broken);
             }
-            broken = false;
-            metrics.misses.add(tokens.size());
-            return out;
-        } finally {
-            if (near != null) {
-                tokens.forEach((k, t) -> near.abandon(k, t));
-            }
-            node.pool.release(c, broken);
         }
     }
 

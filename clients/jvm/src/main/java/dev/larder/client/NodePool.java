@@ -9,7 +9,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * A bounded pool of connections to one node: at most {@code max} open, idle ones reused, a
  * connection that saw any error closed instead of returned (a half-read reply never reaches
- * the next caller).
+ * the next caller), and an idle one the server has closed meanwhile (a restart) closed at
+ * checkout instead of being handed out.
  */
 final class NodePool {
     private final InetSocketAddress addr;
@@ -32,9 +33,12 @@ final class NodePool {
             Thread.currentThread().interrupt();
             throw new IOException("interrupted", e);
         }
-        Connection c = idle.pollFirst();
-        if (c != null) {
-            return c;
+        for (Connection c = idle.pollFirst(); c != null; c = idle.pollFirst()) {
+            if (c.isAlive()) {
+                c.reused = true;
+                return c;
+            }
+            c.close();
         }
         try {
             return new Connection(addr, timeoutMillis);

@@ -8,9 +8,13 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 
-/** A larder started from the workspace's release binary on a free port; killed on close. */
+/**
+ * A larder started from the workspace's release binary on a free port (or, with {@link
+ * #memcached()}, the reference memcached, a server without {@code track}); killed on close.
+ */
 final class LarderServer implements AutoCloseable {
     final int port;
+    private final boolean memcached;
     private Process process;
 
     LarderServer() throws Exception {
@@ -18,8 +22,18 @@ final class LarderServer implements AutoCloseable {
     }
 
     LarderServer(int port) throws Exception {
+        this(port, false);
+    }
+
+    private LarderServer(int port, boolean memcached) throws Exception {
         this.port = port;
+        this.memcached = memcached;
         start();
+    }
+
+    /** memcached ({@code -Dmemcached.bin}, default /usr/bin/memcached; scripts/test installs it). */
+    static LarderServer memcached() throws Exception {
+        return new LarderServer(freePort(), true);
     }
 
     static Path binary() {
@@ -31,9 +45,14 @@ final class LarderServer implements AutoCloseable {
     }
 
     private void start() throws Exception {
-        List<String> cmd = new ArrayList<>(List.of(binary().toString(), "-p", String.valueOf(port), "-U", "0"));
+        String bin = memcached ? System.getProperty("memcached.bin", "/usr/bin/memcached") : binary().toString();
+        if (memcached && !Files.isExecutable(Path.of(bin))) {
+            throw new IllegalStateException("no memcached at " + bin + " (apt-get install memcached; scripts/test does)");
+        }
+        List<String> cmd = new ArrayList<>(List.of(bin, "-p", String.valueOf(port), "-U", "0", "-l", "127.0.0.1"));
         if ("root".equals(System.getProperty("user.name"))) {
-            cmd.addAll(List.of("-u", "root"));
+            // memcached refuses to run as root; larder accepts -u root.
+            cmd.addAll(List.of("-u", memcached ? "nobody" : "root"));
         }
         process = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
         long deadline = System.nanoTime() + 10_000_000_000L;
@@ -43,7 +62,7 @@ final class LarderServer implements AutoCloseable {
                 return;
             } catch (IOException e) {
                 if (!process.isAlive() || System.nanoTime() > deadline) {
-                    throw new IllegalStateException("larder did not start on " + port, e);
+                    throw new IllegalStateException(bin + " did not start on " + port, e);
                 }
                 Thread.sleep(20);
             }

@@ -7,13 +7,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.function.BooleanSupplier;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
-/** The invalidation stream end to end: needs the server side of #28. */
+/** The invalidation stream end to end, against a real larder. */
 class TrackingTest {
-    private static final String WHY = "needs the server's track commands (#28 server side), not yet in larder";
-
     private static byte[] b(String s) {
         return s.getBytes(StandardCharsets.UTF_8);
     }
@@ -43,7 +40,6 @@ class TrackingTest {
     }
 
     @Test
-    @Disabled(WHY)
     void anotherWriterInvalidatesTheNearCopy() throws Exception {
         try (LarderServer a = new LarderServer(); LarderServer b2 = new LarderServer(); LarderServer c = new LarderServer();
              LarderClient reader = tracked(a, b2, c);
@@ -66,7 +62,6 @@ class TrackingTest {
     }
 
     @Test
-    @Disabled(WHY)
     void flushAllAndStreamLossFlushTheNearCache() throws Exception {
         try (LarderServer a = new LarderServer(); LarderClient c = tracked(a)) {
             c.set("f", b("1"), 0).join();
@@ -94,7 +89,6 @@ class TrackingTest {
     }
 
     @Test
-    @Disabled(WHY)
     void serverRestartFlushesAndResubscribes() throws Exception {
         try (LarderServer a = new LarderServer(); LarderClient c = tracked(a)) {
             c.set("r", b("1"), 0).join();
@@ -107,7 +101,6 @@ class TrackingTest {
     }
 
     @Test
-    @Disabled(WHY)
     void broadcastModeInvalidatesByPrefix() throws Exception {
         try (LarderServer a = new LarderServer();
              LarderClient c = LarderClient.builder().servers(a.addr()).nearCacheMaxBytes(1 << 20).broadcastPrefixes("user:").build();
