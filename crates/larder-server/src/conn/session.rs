@@ -286,6 +286,9 @@ impl Session {
     /// no new one, hence `hangup`.
     ///
     /// `pool`: the worker's resting buffers, lent for the wake-up.
+    // The worker's pieces are passed apart (not as one struct) so that its
+    // borrows of them stay disjoint from its borrow of the session.
+    #[allow(clippy::too_many_arguments)]
     pub fn on_event(&mut self, srv: &Server, ws: &WorkerStats, tr: &mut WorkerTrace, now: Time, budget: &ConnBudget, pool: &mut BufPool, hangup: bool) -> Status {
         self.borrow_buffers(pool);
         let status = self.serve(srv, ws, tr, now, budget, hangup);
