@@ -16,6 +16,7 @@
 //! item a walk of the store finds readable with the length the walk gave.
 
 use crate::conn::session::{Session, Status};
+use crate::connmem::pool::BufPool;
 use crate::net::registry::{ConnInfo, ConnState};
 use crate::net::stream::Stream;
 use crate::config::{parse_args, Command, Protocol};
@@ -50,6 +51,8 @@ struct Conn {
 pub struct Harness {
     srv: Arc<Server>,
     trace: WorkerTrace,
+    /// The worker's pool of resting buffers the sessions borrow.
+    pool: BufPool,
     conns: Vec<Conn>,
 }
 
@@ -73,7 +76,8 @@ impl Harness {
         let srv = Arc::new(Server::new(settings, store, 0, Shutdown::new()));
         let obs = Obs::new(&srv.observer, srv.settings.observe.enabled, srv.clock.unix_now() - srv.clock.now() as i64);
         let trace = WorkerTrace { obs, log: srv.log.worker_log() };
-        Ok(Harness { srv, trace, conns: Vec::new() })
+        let pool = BufPool::new(srv.budget.clone());
+        Ok(Harness { srv, trace, pool, conns: Vec::new() })
     }
 
     /// Open a connection; its index.
@@ -167,7 +171,7 @@ impl Harness {
         for _ in 0..MAX_RUNS {
             let c = &mut self.conns[conn];
             let Some(session) = c.session.as_mut() else { return };
-            let status = session.on_event(srv, ws, &mut self.trace, srv.clock.now(), &srv.budget, true);
+            let status = session.on_event(srv, ws, &mut self.trace, srv.clock.now(), &srv.budget, &mut self.pool, true);
             let drained = drain(&mut c.peer, &mut c.replies, &mut c.reply_bytes);
             match status {
                 Status::Close | Status::Watch => return self.close(conn),

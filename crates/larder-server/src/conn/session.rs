@@ -3,10 +3,14 @@
 //!
 //! On every wake-up the session reads what the socket has, executes every
 //! complete request in the buffer (pipelining), and writes all the replies
-//! with one `write`. Buffers are reused from request to request, so a warm
-//! connection allocates nothing per request. They grow only as far as one
-//! request needs (a value up to `-I`, a long multi-get line), are bounded by
-//! the parser's limits, and shrink back once such a request is done.
+//! with one `write`. Its two buffers are lent by the worker's pool
+//! (`connmem::pool`) for the wake-up and given back at its end unless
+//! something is in flight (an unfinished request, a value being received,
+//! unsent replies), so an idle connection holds no buffer and a warm one
+//! takes back the buffers it gave a moment ago: nothing is allocated per
+//! request. They grow only as far as one request needs (a value up to
+//! `-I`, a long multi-get line), are bounded by the parser's limits, and
+//! go to the shelf (`connmem::shelf`) once such a request is done.
 //!
 //! A value too big for a store segment is not read into these buffers: once
 //! its command is in, the value is received straight into the buffer that
@@ -38,6 +42,7 @@
 //! session again once the request's ticket is released.
 
 use crate::connmem::output::Output;
+use crate::connmem::pool::BufPool;
 use crate::exec::Ctx;
 use crate::net::registry::{ConnInfo, ConnState};
 use crate::net::stream::Stream;
@@ -55,12 +60,8 @@ use larder_store::{Landing, Time};
 use std::io;
 use std::sync::Arc;
 
-/// Initial and resting size of each buffer.
-pub const BUF_SIZE: usize = 16 * 1024;
-/// Buffers larger than this are given back once the connection is idle:
-/// a thousand idle connections that once moved a large value hold
-/// 2 × BUF_SIZE each, not their largest request.
-const SHRINK_ABOVE: usize = BUF_SIZE;
+/// Resting size of each buffer (the pool's).
+pub use crate::connmem::pool::BUF_SIZE;
 /// Stop producing output (between requests, between the keys of a
 /// multi-get) while this much is unsent, pinned large values included
 /// (`connmem::output`). So a connection that does not read holds this much
@@ -102,10 +103,12 @@ pub struct Session {
     stream: Stream,
     pub info: Arc<ConnInfo>,
     /// Fully initialised; bytes `rstart..rend` are received and unprocessed.
+    /// Empty (no buffer) between wake-ups when nothing is unprocessed.
     rbuf: Vec<u8>,
     rstart: usize,
     rend: usize,
     /// Replies, and the rest of a large value being sent (`connmem::output`).
+    /// Holds no buffer between wake-ups when everything is sent.
     out: Output,
     /// Start of unsent bytes in `out`.
     wstart: usize,
@@ -201,10 +204,10 @@ impl Session {
         Session {
             stream,
             info,
-            rbuf: vec![0; BUF_SIZE],
+            rbuf: Vec::new(),
             rstart: 0,
             rend: 0,
-            out: Output::budgeted(BUF_SIZE, budget.clone()).with_pins(),
+            out: Output::budgeted_unbuffered(BUF_SIZE, budget.clone()).with_pins(),
             wstart: 0,
             charge: Charge { budget: budget.clone(), input: 0, bufs: (0, 0) },
             deferred: Vec::new(),
@@ -296,13 +299,71 @@ impl Session {
     /// arrive later raise a new event. That saves a system call per
     /// request; a FIN already there when the event was raised would raise
     /// no new one, hence `hangup`.
-    pub fn on_event(&mut self, srv: &Server, ws: &WorkerStats, tr: &mut WorkerTrace, now: Time, budget: &ConnBudget, hangup: bool) -> Status {
+    ///
+    /// `pool`: the worker's resting buffers, lent for the wake-up.
+    // The worker's pieces are passed apart (not as one struct) so that its
+    // borrows of them stay disjoint from its borrow of the session.
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_event(&mut self, srv: &Server, ws: &WorkerStats, tr: &mut WorkerTrace, now: Time, budget: &ConnBudget, pool: &mut BufPool, hangup: bool) -> Status {
+        self.borrow_buffers(pool);
         let status = self.serve(srv, ws, tr, now, budget, hangup);
-        self.account(budget);
         // Tests only (one relaxed load otherwise): the bytes the read
         // buffer holds, processed or not, may carry an injected panic.
         crate::conn::contain::injected_panic(&self.rbuf);
+        self.give_back_buffers(pool, budget);
+        self.account(budget);
+        pool.publish();
         status
+    }
+
+    /// Take the buffers this wake-up may use from the pool, where the
+    /// connection gave them back (a pop each when warm: no allocation).
+    #[inline]
+    fn borrow_buffers(&mut self, pool: &mut BufPool) {
+        if self.rbuf.is_empty() {
+            self.rbuf = pool.take_read();
+        }
+        if !self.out.has_buffer() {
+            self.out.lend(pool.take_write());
+        }
+    }
+
+    /// After a wake-up: give back the read buffer if everything read was
+    /// processed (no request half in, no value being received aside; what
+    /// waits for a paused or parked request is still in it), and the
+    /// output buffer if everything produced was sent. Grown buffers go to
+    /// the shelf, resting ones to the pool. A subscriber's stream, a
+    /// metadump or a paused get needs no buffer while it waits: it gets one
+    /// on its next wake-up before it produces anything.
+    #[inline]
+    fn give_back_buffers(&mut self, pool: &mut BufPool, budget: &ConnBudget) {
+        if self.rstart == self.rend && self.landing.is_none() && !self.rbuf.is_empty() {
+            self.rstart = 0;
+            self.rend = 0;
+            self.need = 0;
+            let buf = std::mem::take(&mut self.rbuf);
+            if buf.len() == BUF_SIZE {
+                pool.give_read(buf);
+            } else {
+                self.shelve_read(buf, budget);
+            }
+        }
+        // Given back only when empty: everything sent (`flush` clears it).
+        match self.out.give_back() {
+            Some(Ok(buf)) => pool.give_write(buf),
+            Some(Err(grown)) => budget.shelve(BufKind::Write, grown),
+            None => return,
+        }
+        self.wstart = 0;
+    }
+
+    /// A grown read buffer no longer needed: to the shelf. Its charge goes
+    /// back first; the shelf charges it anew if it keeps it.
+    #[inline(never)]
+    fn shelve_read(&mut self, buf: Vec<u8>, budget: &ConnBudget) {
+        budget.recharge(self.charge.input, 0);
+        self.charge.input = 0;
+        budget.shelve(BufKind::Read, buf);
     }
 
     /// Charge the worker's budget for what the buffers hold past their
@@ -446,9 +507,9 @@ impl Session {
             if self.talk.is_stream() && self.rend - self.rstart >= STREAM_INPUT_HELD {
                 // A subscriber that sends faster than it reads: its input
                 // waits (TCP pushes back) until its pushes have gone out.
-                return self.rest(ws, budget);
+                return self.rest(ws);
             }
-            match self.read_more(ws, now, budget, &mut reading) {
+            match self.read_more(ws, now, &mut reading) {
                 Flow::Return(status) => return status,
                 Flow::Again => {}
             }
@@ -507,13 +568,13 @@ impl Session {
 
     /// Read once more from the socket, unless this wake-up's read budget is
     /// spent or the socket was drained.
-    fn read_more(&mut self, ws: &WorkerStats, now: Time, budget: &ConnBudget, reading: &mut Reading) -> Flow {
+    fn read_more(&mut self, ws: &WorkerStats, now: Time, reading: &mut Reading) -> Flow {
         if reading.budget == 0 {
             bump(&ws.conn_yields, 1);
             return Flow::Return(if self.flush(ws) { Status::Again } else { Status::Close });
         }
         if reading.drained && !reading.hangup {
-            return Flow::Return(self.rest(ws, budget));
+            return Flow::Return(self.rest(ws));
         }
         let offered = self.read_room();
         match self.fill() {
@@ -535,18 +596,17 @@ impl Session {
                 self.info.touch(now);
                 Flow::Again
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Flow::Return(self.rest(ws, budget)),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Flow::Return(self.rest(ws)),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => Flow::Again,
             Err(_) => Flow::Return(Status::Close),
         }
     }
 
     /// Nothing more to read now: send what is pending and wait.
-    fn rest(&mut self, ws: &WorkerStats, budget: &ConnBudget) -> Status {
+    fn rest(&mut self, ws: &WorkerStats) -> Status {
         if !self.flush(ws) {
             return Status::Close;
         }
-        self.settle(budget);
         Status::Idle
     }
 
@@ -801,19 +861,5 @@ impl Session {
         self.out.all_sent();
         self.wstart = 0;
         true
-    }
-
-    /// Between wake-ups: give back memory a large request needed.
-    fn settle(&mut self, budget: &ConnBudget) {
-        if self.rstart == self.rend {
-            self.rstart = 0;
-            self.rend = 0;
-            if self.rbuf.len() > SHRINK_ABOVE {
-                budget.shelve(BufKind::Read, std::mem::replace(&mut self.rbuf, vec![0; BUF_SIZE]));
-            }
-        }
-        if self.out.is_empty() && self.out.capacity() > SHRINK_ABOVE {
-            self.out.shrink();
-        }
     }
 }

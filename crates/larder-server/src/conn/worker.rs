@@ -24,6 +24,7 @@ use crate::net::stream::Stream;
 use crate::counters::bump;
 use crate::conn::udp::UdpHandler;
 use crate::conn::contain::contain;
+use crate::connmem::pool::BufPool;
 use mio::net::UdpSocket;
 use mio::{Events, Interest, Poll, Token, Waker};
 use std::sync::atomic::Ordering::Relaxed;
@@ -106,6 +107,8 @@ pub struct Worker {
     trace: WorkerTrace,
     /// Time each session event is measured from (the end of the previous).
     mark: Instant,
+    /// Resting buffers lent to this worker's sessions while they have work.
+    pool: BufPool,
 }
 
 impl Worker {
@@ -121,6 +124,7 @@ impl Worker {
         }
         let obs = Obs::new(&srv.observer, srv.settings.observe.enabled, srv.clock.unix_now() - srv.clock.now() as i64);
         let trace = WorkerTrace { obs, log: srv.log.worker_log() };
+        let pool = BufPool::new(srv.budget.clone());
         let worker = Worker {
             id,
             srv,
@@ -134,6 +138,7 @@ impl Worker {
             parked_until: None,
             trace,
             mark: Instant::now(),
+            pool,
         };
         Ok((worker, inbox))
     }
@@ -250,7 +255,8 @@ impl Worker {
         let ws = &srv.stats.workers[self.id];
         let Some(Some(session)) = self.sessions.get_mut(token.0) else { return };
         let trace = &mut self.trace;
-        let Some(status) = contain(|| session.on_event(srv, ws, trace, now, &srv.budget, hangup)) else {
+        let pool = &mut self.pool;
+        let Some(status) = contain(|| session.on_event(srv, ws, trace, now, &srv.budget, pool, hangup)) else {
             // A bug reached by this connection's input: it ends, the
             // others go on (conn::contain; logged by its panic hook).
             srv.stats.conns.conn_panics.fetch_add(1, Relaxed);

@@ -1,6 +1,7 @@
 //! The connection-memory budget: what connection buffers may hold beyond
-//! each connection's resting buffers (`conn::session::BUF_SIZE` for input
-//! and for output).
+//! their resting size (`connmem::pool::BUF_SIZE` for input and for
+//! output; a connection with nothing in flight holds none, see
+//! `connmem::pool`).
 //!
 //! One budget for the whole server (`-o read_buf_mem_limit`; memcached
 //! splits its limit over the workers, but a large value needs a large part
@@ -12,7 +13,8 @@
 //! value to send) asks whether the growth fits; what does not fit is
 //! refused with memcached's out-of-memory replies and counted
 //! (`read_buf_oom`, `response_obj_oom`). So the process holds at most
-//! `-m` + connections × 2 × `BUF_SIZE` + this budget, whatever clients send
+//! `-m` + busy connections × 2 × `BUF_SIZE` + the workers' pools
+//! (`connmem::pool::KEEP` × 2 × `BUF_SIZE` each) + this budget, whatever clients send
 //! or fail to read. Grown buffers kept for reuse (`connmem::shelf`) are
 //! charged here too, and given up before anything is refused.
 //!
@@ -46,6 +48,10 @@ pub struct ConnBudget {
     /// Bytes on the shelf, input and output (also in `used`).
     shelved_read: AtomicUsize,
     shelved_write: AtomicUsize,
+    /// Bytes in the workers' pools of resting buffers (`connmem::pool`),
+    /// input and output: free buffers, not charged to `used`.
+    pooled_read: AtomicUsize,
+    pooled_write: AtomicUsize,
 }
 
 impl ConnBudget {
@@ -61,6 +67,8 @@ impl ConnBudget {
             shelf: Mutex::default(),
             shelved_read: AtomicUsize::new(0),
             shelved_write: AtomicUsize::new(0),
+            pooled_read: AtomicUsize::new(0),
+            pooled_write: AtomicUsize::new(0),
         }
     }
 
@@ -124,11 +132,31 @@ impl ConnBudget {
         move_by(&self.write_bytes, old_bufs.1, new_bufs.1);
     }
 
-    /// (input buffer bytes, output buffer bytes) held by the sessions and
-    /// the shelf.
+    /// (input buffer bytes, output buffer bytes) held by the sessions, the
+    /// shelf and the workers' pools.
     pub fn buffer_bytes(&self) -> (usize, usize) {
-        let (read, write) = self.shelved_bytes();
+        let (read, write) = self.free_bytes();
         (self.read_bytes.load(Relaxed) + read, self.write_bytes.load(Relaxed) + write)
+    }
+
+    /// (input, output) buffer bytes no connection is using: on the shelf
+    /// and in the workers' pools (`read_buf_bytes_free`).
+    pub fn free_bytes(&self) -> (usize, usize) {
+        let (read, write) = self.shelved_bytes();
+        (read + self.pooled_read.load(Relaxed), write + self.pooled_write.load(Relaxed))
+    }
+
+    /// (input, output) bytes in the workers' pools of resting buffers.
+    pub fn pooled_bytes(&self) -> (usize, usize) {
+        (self.pooled_read.load(Relaxed), self.pooled_write.load(Relaxed))
+    }
+
+    /// A worker's pool of resting buffers went from `old` to `new`
+    /// (input, output) bytes.
+    #[inline]
+    pub fn pooled(&self, old: (usize, usize), new: (usize, usize)) {
+        move_by(&self.pooled_read, old.0, new.0);
+        move_by(&self.pooled_write, old.1, new.1);
     }
 
     /// (input, output) buffer bytes kept on the shelf for reuse.

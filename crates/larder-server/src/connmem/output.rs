@@ -160,6 +160,60 @@ impl Output {
         out
     }
 
+    /// Like [`budgeted`](Self::budgeted), but holding no buffer until one
+    /// is lent ([`lend`](Self::lend)): a connection's output, whose buffer
+    /// comes from its worker's pool only while it has replies to send
+    /// (`connmem::pool`).
+    pub fn budgeted_unbuffered(rest: usize, budget: Arc<ConnBudget>) -> Output {
+        let mut out = Output::budgeted(0, budget);
+        out.rest = rest;
+        out
+    }
+
+    /// Whether the output holds a buffer to write into.
+    #[inline]
+    pub fn has_buffer(&self) -> bool {
+        self.buf.capacity() != 0
+    }
+
+    /// Write into `buf` (empty) from now on; the output held none.
+    #[inline]
+    pub fn lend(&mut self, buf: Vec<u8>) {
+        debug_assert!(self.buf.capacity() == 0 && buf.is_empty());
+        self.buf = buf;
+    }
+
+    /// Everything is sent: the buffer, to give back to the pool (or, when
+    /// it grew past its resting size, to shelve: its charge is returned
+    /// here and `Err` says so). `None` while anything is unsent or held.
+    #[inline]
+    pub fn give_back(&mut self) -> Option<Result<Vec<u8>, Vec<u8>>> {
+        if !self.buf.is_empty() || !self.held.is_empty() || self.buf.capacity() == 0 {
+            return None;
+        }
+        let buf = std::mem::take(&mut self.buf);
+        if buf.capacity() <= self.rest && self.held.capacity() <= HELD_REST {
+            return Some(Ok(buf));
+        }
+        self.shed_growth();
+        Some(if buf.capacity() > self.rest { Err(buf) } else { Ok(buf) })
+    }
+
+    /// After a grown output gave its buffer back: its held queue back to
+    /// resting size, and the buffer's charge returned (the shelf charges
+    /// the buffer anew if it keeps it).
+    #[inline(never)]
+    fn shed_growth(&mut self) {
+        if self.held.capacity() > HELD_REST {
+            self.held = VecDeque::new();
+        }
+        if let Some(b) = &self.budget {
+            b.recharge(self.charged, 0);
+            self.charged = 0;
+        }
+        self.settle_charge();
+    }
+
     /// This output's writer sends pinned values ([`Output::slices`]).
     pub fn with_pins(mut self) -> Output {
         self.holding = Holding::Pins;

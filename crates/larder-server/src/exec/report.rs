@@ -264,7 +264,7 @@ fn general(srv: &Server, s: &mut Snapshot) {
     // buffers are its "response objects", input buffers its read buffers
     // (one per connection, and grown ones kept for reuse: `connmem::shelf`).
     let (read_bytes, write_bytes) = srv.budget.buffer_bytes();
-    let read_free = srv.budget.shelved_bytes().0 as u64;
+    let read_free = srv.budget.free_bytes().0 as u64;
     let (read_bytes, write_bytes) = (read_bytes as u64, write_bytes as u64);
     let read_oom = srv.budget.read_oom.load(Relaxed);
     let write_oom = srv.budget.write_oom.load(Relaxed);
@@ -408,7 +408,12 @@ fn larder(srv: &Server, s: &mut Snapshot) {
     s.u64("larder_conn_panics", srv.stats.conns.conn_panics.load(Relaxed));
     // Output buffers kept for reuse (`connmem::shelf`); the input ones are
     // memcached's `read_buf_bytes_free`.
-    s.u64("larder_write_buf_bytes_free", srv.budget.shelved_bytes().1 as u64);
+    s.u64("larder_write_buf_bytes_free", srv.budget.free_bytes().1 as u64);
+    // Of the free buffers, input and output: the resting-size ones in the
+    // workers' pools (`connmem::pool`), not charged to the budget (the rest
+    // are on the shelf, and charged).
+    let (pool_read, pool_write) = srv.budget.pooled_bytes();
+    s.u64("larder_buf_pool_bytes", (pool_read + pool_write) as u64);
     if srv.settings.udp_port != 0 {
         // UDP replies stopped short: a value went away while being sent,
         // or more than 65,535 datagrams were needed (conn/udp.rs).
