@@ -166,3 +166,60 @@ fn a_subscriber_that_never_reads_stays_within_its_bounds() {
     assert_eq!(got.matches("LOST\r\n").count(), 1, "one LOST in {} bytes", got.len());
     assert!(got.ends_with("LOST\r\nMN\r\n"), "ends {:?}", &got[got.len().saturating_sub(40)..]);
 }
+
+/// A TCP connection to `port` whose receive buffer is `rcvbuf` bytes, set
+/// before connecting (so the window it advertises is small from the start).
+fn small_window(port: u16, rcvbuf: i32) -> std::net::TcpStream {
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain socket calls on a descriptor this function owns until it
+    // hands it to TcpStream (which then closes it); every result is checked.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+        assert!(fd >= 0, "socket");
+        let r = libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, &rcvbuf as *const i32 as *const libc::c_void, 4);
+        assert_eq!(r, 0, "setsockopt");
+        let addr = libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: port.to_be(),
+            sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes([127, 0, 0, 1]) },
+            sin_zero: [0; 8],
+        };
+        let r = libc::connect(fd, &addr as *const libc::sockaddr_in as *const libc::sockaddr, std::mem::size_of::<libc::sockaddr_in>() as u32);
+        assert_eq!(r, 0, "connect");
+        std::net::TcpStream::from_raw_fd(fd)
+    }
+}
+
+#[test]
+fn a_queue_larger_than_the_output_bound_drains_without_new_pushes() {
+    // 20,000 IVs (~280 KB) queue up while the subscriber's small window is
+    // full; then it reads and sends nothing. Every IV must arrive: the
+    // stream may not go idle with pushes queued and no event to wake it.
+    let l = Larder::start(&["-t", "2", "-o", "track_stream_kb=1024"]);
+    let mut stream = small_window(l.port, 4096);
+    std::io::Write::write_all(&mut stream, b"track stream bcast k:\r\n").unwrap();
+    let mut ok = [0u8; 16];
+    let n = stream.read(&mut ok).unwrap();
+    assert!(ok[..n].starts_with(b"OK "), "{:?}", String::from_utf8_lossy(&ok[..n]));
+    const N: usize = 20_000;
+    let mut writer = l.connect();
+    let sets: String = (0..N).map(|i| format!("set k:{i:06} 0 0 1 noreply\r\nx\r\n")).collect();
+    writer.send(sets.as_bytes());
+    writer.expect(b"mn\r\n", b"MN\r\n");
+    std::thread::sleep(Duration::from_millis(300));
+    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    let mut seen = 0;
+    while seen < N {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                got.extend_from_slice(&buf[..n]);
+                seen = got.windows(3).filter(|w| w == b"IV ").count();
+            }
+        }
+    }
+    assert!(!got.windows(4).any(|w| w == b"LOST"), "no overflow expected at 1 MiB");
+    assert_eq!(seen, N, "IVs delivered");
+}

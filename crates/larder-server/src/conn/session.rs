@@ -496,6 +496,14 @@ impl Session {
             if let Some(status) = self.write_first(ws) {
                 return status;
             }
+            if self.talk.pushes_waiting() {
+                // The output drained below its bound and the subscriber
+                // holds more (its queue is larger than the output's bound):
+                // pull again. Going idle here would strand them: the
+                // socket's writable edge is spent, and no new push may come
+                // to wake the stream.
+                continue;
+            }
             // Execute what is already buffered before reading more.
             if self.rstart < self.rend || self.swallow > 0 || self.talk.streaming() {
                 match self.run_buffered(srv, ws, tr, now, &mut allowance, budget) {

@@ -157,6 +157,14 @@ impl Subscriber {
         lock(&self.sub.queue).len()
     }
 
+    /// Whether queued pushes can go out now (some are queued, and no
+    /// `LOST` is waiting for its table entries to be dropped: that purge
+    /// wakes the owner when it is done).
+    pub fn drainable(&self) -> bool {
+        let q = lock(&self.sub.queue);
+        !q.is_empty() && !q.purge_pending()
+    }
+
     /// Whether the stream driver should stop reading requests for now.
     pub fn over_bound(&self) -> bool {
         self.pending_bytes() > self.tracker.limits().stream_bytes

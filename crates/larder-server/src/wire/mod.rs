@@ -156,6 +156,11 @@ impl Conversation {
         }
     }
 
+    /// A stream whose subscriber has pushes that can go out now.
+    pub fn pushes_waiting(&self) -> bool {
+        self.stream.as_ref().is_some_and(|sub| sub.drainable())
+    }
+
     /// The parked front request was released: run it again.
     pub fn released(&mut self) {
         self.retry = true;
