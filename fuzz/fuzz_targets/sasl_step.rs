@@ -21,13 +21,9 @@
 
 use larder_proto::binary::{self, BinParsed, SaslCommand};
 use larder_server::auth::sasl::{sasl, ConnAuth, SaslReply};
-use larder_server::exec::Ctx;
 use larder_server::state::server::{Server, Shutdown};
-use larder_server::trace::observe::Obs;
-use larder_server::trace::WorkerTrace;
 use larder_server::Settings;
 use libfuzzer_sys::fuzz_target;
-use std::cell::RefCell;
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -74,23 +70,16 @@ fn server() -> &'static Server {
     })
 }
 
-thread_local! {
-    static TRACE: RefCell<Option<WorkerTrace>> = const { RefCell::new(None) };
-}
-
 fuzz_target!(|data: &[u8]| {
     let srv = server();
-    TRACE.with(|t| {
-        let mut t = t.borrow_mut();
-        let tr = t.get_or_insert_with(|| WorkerTrace { obs: Obs::new(&srv.observer, false, 0), log: srv.log.worker_log() });
+    {
         let ws = &srv.stats.workers[0];
         let mut auth = ConnAuth::new(true);
         let mut rest = data;
         for _ in 0..64 {
             match binary::parse_sasl(rest, &srv.limits, auth.authenticated()) {
                 BinParsed::Sasl { request, consumed } => {
-                    let mut cx = Ctx::new(srv, ws, tr, -1, 100);
-                    let reply = sasl(&mut cx, &mut auth, &request);
+                    let reply = sasl(srv.sasl, srv.settings.verbose > 0, ws, &mut auth, &request);
                     let done = match reply {
                         SaslReply::Authenticated => true,
                         SaslReply::Mechanisms(list) => {
@@ -111,5 +100,5 @@ fuzz_target!(|data: &[u8]| {
                 BinParsed::Error { close: true, .. } | BinParsed::Incomplete { .. } | BinParsed::Close => break,
             }
         }
-    });
+    }
 });

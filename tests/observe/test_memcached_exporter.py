@@ -45,11 +45,6 @@ NO_SEGMENTED_LRU = (
     "larder has no segmented LRU (memcached's hot/warm/cold/temp sub-LRUs of each slab class): it keeps items "
     "in segments and evicts a segment at a time, so there are no per-class hot/warm/cold item counts, ages, "
     "moves between sub-LRUs or hits by sub-LRU to report")
-NO_LRU_CRAWLER = (
-    "larder has no LRU crawler and no LRU maintainer thread (expired items are freed a whole segment at a "
-    "time, about once a second), so `stats settings` has none of their tunables; memcached_exporter publishes "
-    "these families only when `stats settings` says `lru_crawler yes`")
-
 # family memcached_exporter publishes for memcached 1.6.18 -> (stats group, fields larder lacks, why)
 EXCLUDED = {
     "memcached_slab_hot_items": ("items", ["number_hot"], NO_SEGMENTED_LRU),
@@ -61,14 +56,6 @@ EXCLUDED = {
     "memcached_slab_items_moves_to_warm": ("items", ["moves_to_warm"], NO_SEGMENTED_LRU),
     "memcached_slab_items_moves_within_lru": ("items", ["moves_within_lru"], NO_SEGMENTED_LRU),
     "memcached_slab_lru_hits": ("items", ["hits_to_hot", "hits_to_warm", "hits_to_cold", "hits_to_temp"], NO_SEGMENTED_LRU),
-    "memcached_lru_crawler_enabled": ("settings", ["lru_crawler"], NO_LRU_CRAWLER),
-    "memcached_lru_crawler_sleep": ("settings", ["lru_crawler_sleep"], NO_LRU_CRAWLER),
-    "memcached_lru_crawler_to_crawl": ("settings", ["lru_crawler_tocrawl"], NO_LRU_CRAWLER),
-    "memcached_lru_crawler_maintainer_thread": ("settings", ["lru_maintainer_thread"], NO_LRU_CRAWLER),
-    "memcached_lru_crawler_hot_percent": ("settings", ["hot_lru_pct"], NO_LRU_CRAWLER),
-    "memcached_lru_crawler_warm_percent": ("settings", ["warm_lru_pct"], NO_LRU_CRAWLER),
-    "memcached_lru_crawler_hot_max_factor": ("settings", ["hot_max_factor"], NO_LRU_CRAWLER),
-    "memcached_lru_crawler_warm_max_factor": ("settings", ["warm_max_factor"], NO_LRU_CRAWLER),
 }
 
 # The fields memcached_exporter v0.16.0 reads, by `stats` group (its

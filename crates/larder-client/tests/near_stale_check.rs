@@ -12,7 +12,7 @@
 //! and the connection cut by a proxy, as a network would), the subscriber's
 //! buffer overflowed (a proxy stops forwarding one client's stream while a
 //! writer floods it with invalidations, `-o track_stream_kb=64`, until the
-//! server counts `track_lost`), `flush_all`, and the server restarted warm
+//! server counts `larder_track_lost`), `flush_all`, and the server restarted warm
 //! (`-e`, SIGUSR1) and cold (killed, started empty).
 //!
 //! Run it with
@@ -49,7 +49,7 @@ fn key(k: u64) -> String {
 
 // ---------------------------------------------------------------- server
 
-/// One `track_*` counter: larder reports them in `stats larder`, not in plain `stats`.
+/// One `larder_track_*` counter: larder reports them in `stats larder`, not in plain `stats`.
 fn track_stat(c: &mut larder_testkit::Client, name: &str) -> u64 {
     let all = c.stats("larder");
     all.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("no {name} in stats larder")).1.parse().unwrap()
@@ -419,7 +419,7 @@ fn no_stale_read_beyond_the_bound_through_every_fault() {
     // its readers resume (the barrier orders that).
     phase.store(3, SeqCst);
     let mut stats = server.as_ref().unwrap().raw();
-    let lost0 = track_stat(&mut stats, "track_lost");
+    let lost0 = track_stat(&mut stats, "larder_track_lost");
     let victim_flushes = rig.clients[VICTIM].metrics().flushes;
     holds[VICTIM].store(true, SeqCst);
     thread::sleep(Duration::from_millis(50));
@@ -430,7 +430,7 @@ fn no_stale_read_beyond_the_bound_through_every_fault() {
         let long = "x".repeat(230);
         let t0 = Instant::now();
         let mut n = 0u64;
-        while track_stat(&mut stats, "track_lost") == lost0 {
+        while track_stat(&mut stats, "larder_track_lost") == lost0 {
             assert!(t0.elapsed() < Duration::from_secs(120), "no overflow after {n} writes: is -o track_stream_kb honoured?");
             let mut batch = Vec::with_capacity(2000 * 260);
             for _ in 0..2000 {

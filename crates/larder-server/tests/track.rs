@@ -127,7 +127,7 @@ fn a_subscriber_that_never_reads_stays_within_its_bounds() {
     // The table cannot hold them all: the oldest were evicted, each
     // eviction queuing an IV into a stream nobody reads.
     let mid = String::from_utf8(writer.roundtrip(b"stats larder\r\n", b"END\r\n")).unwrap();
-    assert!(mid.contains("STAT track_keys "), "{mid}");
+    assert!(mid.contains("STAT larder_track_keys "), "{mid}");
     // Overwrite them all: whatever is still tracked is invalidated.
     for start in (0..KEYS).step_by(BATCH) {
         let sets: String = (start..start + BATCH).map(|i| format!("set hostile:key:{i:08} 0 0 1 noreply\r\ny\r\n")).collect();
@@ -142,18 +142,18 @@ fn a_subscriber_that_never_reads_stays_within_its_bounds() {
     println!(
         "track hostile: rss +{:.1} MiB, track_bytes {}, track_evictions {}, track_lost {}",
         grown as f64 / 1048576.0,
-        stat("track_bytes"),
-        stat("track_evictions"),
-        stat("track_lost")
+        stat("larder_track_bytes"),
+        stat("larder_track_evictions"),
+        stat("larder_track_lost")
     );
-    let mid_bytes: u64 = mid.lines().find_map(|l| l.strip_prefix("STAT track_bytes ")).unwrap().trim().parse().unwrap();
+    let mid_bytes: u64 = mid.lines().find_map(|l| l.strip_prefix("STAT larder_track_bytes ")).unwrap().trim().parse().unwrap();
     // (Once the stream overflowed, the subscriber's entries were dropped and
     // its reads stop registering until it has read its LOST: the table may
     // well be empty by now.)
     assert!(mid_bytes <= 1 << 20, "table at {mid_bytes} bytes, limit 1 MiB");
-    assert!(stat("track_bytes") <= 1 << 20, "table over its limit");
-    assert!(stat("track_evictions") > 0, "a 1 MiB table cannot hold 300,000 keys");
-    assert!(stat("track_lost") >= 1, "the unread stream overflowed");
+    assert!(stat("larder_track_bytes") <= 1 << 20, "table over its limit");
+    assert!(stat("larder_track_evictions") > 0, "a 1 MiB table cannot hold 300,000 keys");
+    assert!(stat("larder_track_lost") >= 1, "the unread stream overflowed");
     // 300,000 one-byte items take ~30 MiB of -m; the table and stream add
     // at most their limits. Anything near the key count times a key's size
     // again would mean something is unbounded.

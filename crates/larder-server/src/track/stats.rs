@@ -45,15 +45,15 @@ impl TrackStats {
     /// `(name, value)` in the order `stats` prints them.
     pub fn pairs(&self) -> [(&'static str, u64); 9] {
         [
-            ("track_subscribers", self.track_subscribers),
-            ("track_keys", self.track_keys),
-            ("track_bytes", self.track_bytes),
-            ("track_table_limit", self.track_table_limit),
-            ("track_registrations", self.track_registrations),
-            ("track_invalidations", self.track_invalidations),
-            ("track_evictions", self.track_evictions),
-            ("track_lost", self.track_lost),
-            ("track_flushes", self.track_flushes),
+            ("larder_track_subscribers", self.track_subscribers),
+            ("larder_track_keys", self.track_keys),
+            ("larder_track_bytes", self.track_bytes),
+            ("larder_track_table_limit", self.track_table_limit),
+            ("larder_track_registrations", self.track_registrations),
+            ("larder_track_invalidations", self.track_invalidations),
+            ("larder_track_evictions", self.track_evictions),
+            ("larder_track_lost", self.track_lost),
+            ("larder_track_flushes", self.track_flushes),
         ]
     }
 }
