@@ -236,8 +236,8 @@ class Gen:
         key = self.key()
         tail = extra + self.nr(0.15)
         if self.no_delete_extra and tail not in (b"", b" 0", b" noreply", b" 0 noreply"):
-            # larder follows memcached 1.6.40 (tokens after the key ignored, a final
-            # `noreply` kept); 1.6.18 refuses them. Only the forms both accept stay.
+            # Only the forms every version accepts (larder and 1.6.18 refuse the
+            # rest alike; the option stays for servers that differ there).
             tail = b" noreply" if tail.endswith(b" noreply") else b""
         return [b"delete " + key + tail + b"\r\n"]
 
@@ -597,7 +597,7 @@ def main(argv=None):
     ap.add_argument("--no-long-key-gat", action="store_true",
                     help="no key over 250 bytes in gat/gats (memcached touches the keys before it)")
     ap.add_argument("--no-delete-extra", action="store_true",
-                    help="no delete with tokens after the key but `0`/`noreply` (larder follows 1.6.40 there)")
+                    help="no delete with tokens after the key but `0`/`noreply`")
     ap.add_argument("--print", action="store_true", help="print the stream instead of running it")
     ap.add_argument("--trace", help="print every batch that names this key, with both replies")
     ap.add_argument("--probe", help="send `get KEY` after every batch (finds where a key's state diverges)")

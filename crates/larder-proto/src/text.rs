@@ -177,6 +177,8 @@ pub enum Request<'a> {
 pub const INVALID_EXPTIME: &str = "CLIENT_ERROR invalid exptime argument";
 /// `incr`/`decr` with an unparsable delta.
 pub const INVALID_DELTA: &str = "CLIENT_ERROR invalid numeric delta argument";
+/// `delete` with a time other than `0`, or extra tokens (two spaces, sic).
+pub const DELETE_USAGE: &str = "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]";
 /// `shutdown` with an argument other than `graceful`. memcached started
 /// without `-A` answers every `shutdown` line with `ERROR: shutdown not
 /// enabled` before looking at arguments: a server emulating that replaces
@@ -607,15 +609,26 @@ fn store<'a>(
 /// `delete <key> [anything] [noreply]` (memcached 1.6.40): the hold time
 /// of 1.4 and any other token after the key is ignored.
 fn delete<'a>(t: &Tokens<'a>, line: Line) -> Parsed<'a> {
-    if t.len < 2 {
+    if !(2..=4).contains(&t.len) {
         return line.error(ERROR);
     }
-    // memcached 1.6.40's parser: tokens after the key are ignored, except
-    // that a last one spelled exactly `noreply` silences the reply (even
-    // when it is the key, as there). 1.6.18 to 1.6.39 accepted only `0`
-    // and `noreply` there; memcached's own proxy forwards `delete k
-    // noreply` as `delete k noreplY`, which those refuse.
-    let noreply = t.noreply();
+    // memcached 1.6.18-1.6.38: after the key only `0` and `noreply` (in
+    // that order). Also accepted: `noreplY`, which memcached's proxy sends
+    // for a client's `noreply` so that the backend does answer (the proxy
+    // swallows the reply); those versions refuse it and the key stays
+    // (#27). It does not silence the reply: only `noreply` does. Anything
+    // else is still refused as memcached refuses it (its t/issue_3.t).
+    let mut noreply = false;
+    if t.len > 2 {
+        let hold_is_zero = t.get(2) == b"0";
+        noreply = t.noreply();
+        let proxy_noreply = t.get(t.len - 1) == b"noreplY";
+        let last_ok = noreply || proxy_noreply;
+        let valid = (t.len == 3 && (hold_is_zero || last_ok)) || (t.len == 4 && hold_is_zero && last_ok);
+        if !valid {
+            return line.fail(DELETE_USAGE, noreply);
+        }
+    }
     let key = t.get(1);
     if !key_ok(key) {
         return line.fail(BAD_FORMAT, noreply);

@@ -449,19 +449,19 @@ fn delete_variants() {
             noreply: true
         }
     );
-    // memcached 1.6.40: tokens after the key are ignored; a last `noreply`
-    // (exactly so spelled) still silences.
-    let plain = |key| Request::Delete { key, noreply: false };
-    let quiet = |key| Request::Delete { key, noreply: true };
-    assert_eq!(req(b"delete k 1\r\n"), plain(b"k"));
-    assert_eq!(req(b"delete k noreply 0\r\n"), plain(b"k"));
-    assert_eq!(req(b"delete k 0 0\r\n"), plain(b"k"));
-    assert_eq!(req(b"delete k noreplY\r\n"), plain(b"k"));
-    assert_eq!(req(b"delete a b c d\r\n"), plain(b"a"));
-    assert_eq!(req(b"delete k 1 noreply\r\n"), quiet(b"k"));
-    assert_eq!(req(b"delete k noreply noreply\r\n"), quiet(b"k"));
-    assert_eq!(req(b"delete noreply\r\n"), quiet(b"noreply"));
+    assert_eq!(err(b"delete k 1\r\n"), DELETE_USAGE);
+    assert_eq!(err(b"delete k noreply 0\r\n"), DELETE_USAGE);
+    assert_eq!(err(b"delete k 0 0\r\n"), DELETE_USAGE);
+    silent(b"delete k 1 noreply\r\n");
+    silent(b"delete k noreply noreply\r\n");
     assert_eq!(err(b"delete\r\n"), ERROR);
+    assert_eq!(err(b"delete a b c d\r\n"), ERROR);
+    // memcached's proxy forwards `noreply` as `noreplY` and wants the
+    // reply: accepted, not silenced.
+    let plain = |key| Request::Delete { key, noreply: false };
+    assert_eq!(req(b"delete k noreplY\r\n"), plain(b"k"));
+    assert_eq!(req(b"delete k 0 noreplY\r\n"), plain(b"k"));
+    assert_eq!(err(b"delete k 1 noreplY\r\n"), DELETE_USAGE);
     let mut line = b"delete ".to_vec();
     line.extend_from_slice(&[b'k'; 251]);
     assert_eq!(err(&[&line[..], b"\r\n"].concat()), BAD_FORMAT);
