@@ -55,7 +55,7 @@ fn get(cx: &mut Ctx<'_>, req: &MetaRequest<'_>, out: &mut Output) {
         out.send_value(&m.item, |out| meta::mg_hit_head(out, req, &item), b"\r\n");
     });
     if out.take_refused() {
-        reply::line(out, crate::wire::text::OOM_WRITING_GET);
+        reply::line(out, reply::OUT_OF_MEMORY_WRITING_GET);
     } else if found == exec::read::MetaRead::Miss {
         meta::mg_miss(out, req);
     }

@@ -95,8 +95,6 @@ fn dump_kind(args: &[u8]) -> Option<metadump::Kind> {
     }
 }
 
-/// memcached's reply when a get's response cannot be buffered.
-pub const OOM_WRITING_GET: &str = reply::OUT_OF_MEMORY_WRITING_GET;
 
 /// Execute `req`, appending its reply (if any) to `out`. `resume`: keys of
 /// a multi-key get already answered before it paused ([`After::Paused`]).
@@ -267,7 +265,7 @@ fn get_many(
                 out.truncate(mark);
             }
             out.forget_responses(begun);
-            reply::line(out, OOM_WRITING_GET);
+            reply::line(out, reply::OUT_OF_MEMORY_WRITING_GET);
             return After::Continue;
         }
         if out.should_pause() {
