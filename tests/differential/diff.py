@@ -402,6 +402,17 @@ class Side:
                 return False  # peer closed; the reply records it
         return True
 
+    def poll_chunk(self, timeout=0.05):
+        """What the server sent within `timeout`: bytes, b"" once it closed,
+        None if it sent nothing."""
+        rd, _, _ = select.select([self.sock], [], [], timeout)
+        if not rd:
+            return None
+        try:
+            return self.sock.recv(1 << 20)
+        except (ConnectionResetError, BlockingIOError):
+            return b""
+
     def read_reply(self):
         """Read until the reply ends with this server's VERSION line."""
         buf = bytearray()
@@ -410,14 +421,10 @@ class Side:
         while True:
             if buf.endswith(self.fence_reply):
                 return bytes(buf)
-            rd, _, _ = select.select([self.sock], [], [], 0.05)
-            if rd:
-                try:
-                    chunk = self.sock.recv(1 << 20)
-                except (ConnectionResetError, BlockingIOError):
-                    chunk = b""
-                if not chunk:
-                    return bytes(buf) + b"<closed>"
+            chunk = self.poll_chunk()
+            if chunk == b"":
+                return bytes(buf) + b"<closed>"
+            if chunk:
                 buf += chunk
                 last = time.monotonic()
             elif time.monotonic() - last > QUIET:

@@ -27,7 +27,6 @@ for a connection in watch mode, which answer no further commands.
 import argparse
 import os
 import re
-import select
 import signal
 import sys
 import time
@@ -82,14 +81,10 @@ class Conn(diff.Side):
         buf = bytearray()
         start = last = time.monotonic()
         while time.monotonic() - last < QUIET and time.monotonic() - start < QUIET_MAX:
-            rd, _, _ = select.select([self.sock], [], [], 0.05)
-            if rd:
-                try:
-                    chunk = self.sock.recv(1 << 20)
-                except (ConnectionResetError, BlockingIOError):
-                    chunk = b""
-                if not chunk:
-                    return bytes(buf) + b"<closed>"
+            chunk = self.poll_chunk()
+            if chunk == b"":
+                return bytes(buf) + b"<closed>"
+            if chunk:
                 buf += chunk
                 last = time.monotonic()
         return bytes(buf)
