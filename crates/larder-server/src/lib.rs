@@ -161,11 +161,11 @@ pub fn prepare(settings: Settings) -> Result<Prepared, String> {
 /// restart loaded (they only see commands), so that `stats prefixes` counts
 /// them and a later delete does not take out what was never added.
 fn account_restored(srv: &Server) {
-    let mut w = srv.observer.worker();
-    let now = srv.clock.now();
-    let unix = |t: larder_store::Time| (srv.clock.unix_now() - now as i64 + t as i64).max(0) as u64;
-    for shard in 0..srv.store.shard_count() {
-        srv.store.for_each_item_in_shard(shard, now, |key, it| {
+    let mut w = srv.insight().observer.worker();
+    let now = srv.clock().now();
+    let unix = |t: larder_store::Time| (srv.clock().unix_now() - now as i64 + t as i64).max(0) as u64;
+    for shard in 0..srv.store().shard_count() {
+        srv.store().for_each_item_in_shard(shard, now, |key, it| {
             w.on_restored(key, it.size, unix(now), if it.exptime == 0 { 0 } else { unix(it.exptime) });
         });
     }
@@ -188,31 +188,27 @@ pub struct Running {
 pub fn start(p: Prepared, shutdown: Shutdown) -> Result<Running, String> {
     let Prepared { settings, store, bound, metrics, clock, restart, auth, sasl, tls } = p;
     let listeners_count = bound.listeners.len() + bound.udp.len();
-    let mut srv = Server::new(settings, store, listeners_count, shutdown);
-    srv.clock = clock;
-    srv.restart = restart;
-    srv.auth = auth;
-    srv.sasl = sasl;
-    srv.tls = tls;
-    if srv.restart.loaded && srv.settings.observe.enabled {
+    let access = state::server::Access { credentials: auth, sasl, tls };
+    let srv = Server::new(settings, store, state::server::Startup { listeners: listeners_count, shutdown, clock, restart, access });
+    if srv.insight().restart.loaded && srv.settings().observe.enabled {
         account_restored(&srv);
     }
     let srv = Arc::new(srv);
     conn::contain::install_hook();
     conn::listen::register_listeners(&srv, &bound.listeners, &bound.udp);
-    if srv.settings.watch_enabled {
-        trace::watch::start(srv.log.clone(), srv.clone()).map_err(|e| format!("larder: cannot start the logger thread: {e}"))?;
+    if srv.settings().watch_enabled {
+        trace::watch::start(srv.insight().log.clone(), srv.clone()).map_err(|e| format!("larder: cannot start the logger thread: {e}"))?;
     }
     if let Some(l) = metrics {
         admin::metrics::spawn(srv.clone(), l)?;
     }
     let mut inboxes = Vec::new();
     let mut workers = Vec::new();
-    for id in 0..srv.settings.threads {
+    for id in 0..srv.settings().threads {
         let udp = conn::listen::udp_for_worker(&bound.udp).map_err(|e| format!("larder: udp: {e}"))?;
         let (worker, inbox) = conn::worker::Worker::new(id, srv.clone(), udp).map_err(|e| format!("larder: worker: {e}"))?;
         inboxes.push(inbox);
-        let stop_all = srv.shutdown.clone();
+        let stop_all = srv.shutdown().clone();
         workers.push(
             std::thread::Builder::new()
                 .name(format!("larder-worker-{id}"))
@@ -229,7 +225,7 @@ pub fn start(p: Prepared, shutdown: Shutdown) -> Result<Running, String> {
         );
     }
     // Coalesced cold misses wake the workers that hold parked requests.
-    srv.coalescer.set_wakers(inboxes.iter().map(|i| i.waker()).collect());
+    srv.stampede().coalescer.set_wakers(inboxes.iter().map(|i| i.waker()).collect());
     let acceptor = {
         let srv = srv.clone();
         let inboxes = inboxes.clone();
@@ -240,7 +236,7 @@ pub fn start(p: Prepared, shutdown: Shutdown) -> Result<Running, String> {
             .map_err(|e| format!("larder: cannot start acceptor: {e}"))?
     };
     if srv.verbosity() > 0 {
-        eprintln!("larder: ready, {} worker threads", srv.settings.threads);
+        eprintln!("larder: ready, {} worker threads", srv.settings().threads);
     }
     Ok(Running { srv, inboxes, workers, acceptor, _udp: bound.udp })
 }
@@ -253,7 +249,7 @@ pub struct Reloader(Arc<Server>);
 impl Reloader {
     /// Read the authfile again; on error the old credentials stay.
     pub fn reload(&self) -> Result<(), String> {
-        match &self.0.auth {
+        match &self.0.access().credentials {
             Some(c) => c.reload().map_err(|e| e.to_string()),
             None => Ok(()),
         }
@@ -270,7 +266,7 @@ impl Running {
     /// `shutdown` command, or a failed worker), then stop.
     /// Err when a worker failed or a warm-restart save failed.
     pub fn wait_and_stop(self) -> Result<(), String> {
-        let failed = self.srv.shutdown.wait();
+        let failed = self.srv.shutdown().wait();
         let saved = self.stop_and_save();
         if failed {
             Err("larder: a worker thread failed".into())
@@ -291,15 +287,15 @@ impl Running {
     fn stop_and_save(self) -> Result<(), String> {
         let srv = self.srv.clone();
         self.stop_serving();
-        if !srv.shutdown.graceful() {
+        if !srv.shutdown().graceful() {
             return Ok(());
         }
         eprintln!("Gracefully stopping");
-        let Some(path) = srv.settings.memory_file.as_deref() else {
+        let Some(path) = srv.settings().memory_file.as_deref() else {
             return Ok(());
         };
-        let now = larder_store::SnapshotClock { now: srv.clock.now(), unix_now: srv.clock.unix_now() };
-        let (rep, secs) = restart::save(&srv.store, path, now)?;
+        let now = larder_store::SnapshotClock { now: srv.clock().now(), unix_now: srv.clock().unix_now() };
+        let (rep, secs) = restart::save(&srv.store(), path, now)?;
         eprintln!("[restart] saved {} items ({} bytes) to {path} in {secs:.3} s", rep.items, rep.bytes);
         Ok(())
     }
@@ -314,7 +310,7 @@ impl Running {
             let _ = t.join();
         }
         let _ = self.acceptor.join();
-        if let Some(path) = &srv.settings.unix_socket {
+        if let Some(path) = &srv.settings().unix_socket {
             let _ = std::fs::remove_file(path);
         }
     }

@@ -80,7 +80,8 @@ impl Default for ModelWaker {
 /// thread that called it).
 #[cfg(larder_loom)]
 pub mod flaw {
-    use std::cell::Cell;
+    /// The switch is larder-testkit's, shared by every crate's flaws.
+    pub use larder_testkit::flaw::{on, with};
 
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub enum Flaw {
@@ -98,28 +99,5 @@ pub mod flaw {
         FlushCountRelaxed,
         /// A parked request is never released by the end of its window.
         DeadlineIgnored,
-    }
-
-    thread_local! {
-        static ON: Cell<Option<Flaw>> = const { Cell::new(None) };
-    }
-
-    /// Whether `f` is switched on.
-    pub fn on(f: Flaw) -> bool {
-        ON.with(|c| c.get() == Some(f))
-    }
-
-    /// Runs `body` with `f` switched on (off again afterwards, even if
-    /// `body` panics, as a model that catches the flaw does).
-    pub fn with<R>(f: Flaw, body: impl FnOnce() -> R) -> R {
-        struct Off;
-        impl Drop for Off {
-            fn drop(&mut self) {
-                ON.with(|c| c.set(None));
-            }
-        }
-        ON.with(|c| c.set(Some(f)));
-        let _off = Off;
-        body()
     }
 }

@@ -18,14 +18,13 @@
 //! write bumps the generation after looking at the table).
 #![cfg(larder_loom)]
 
-use larder_server::track::sync::flaw::{self, Flaw};
+mod loom_support;
+
+use larder_server::track::sync::flaw::Flaw;
 use larder_server::track::{Limits, Mode, Tracker};
 use loom::sync::Mutex;
 use loom::thread;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::Instant;
 
 const KEY: &[u8] = b"k";
 
@@ -73,53 +72,13 @@ fn model() {
     assert!(keys <= 1);
 }
 
-fn builder() -> loom::model::Builder {
-    let mut b = loom::model::Builder::new();
-    if b.preemption_bound.is_none() {
-        b.preemption_bound = Some(3);
-    }
-    // Subscribing, attaching and unsubscribing take the tracker's locks
-    // too: more steps per run than loom's default allows.
-    b.max_branches = 100_000;
-    b
-}
-
-fn counted(runs: &Arc<AtomicUsize>) -> impl Fn() + Sync + Send + 'static {
-    let r = runs.clone();
-    move || {
-        r.fetch_add(1, Relaxed);
-        model()
-    }
-}
-
 #[test]
 fn read_write_race_always_invalidates() {
-    let runs = Arc::new(AtomicUsize::new(0));
-    let b = builder();
-    let bound = b.preemption_bound;
-    let start = Instant::now();
-    b.check(counted(&runs));
-    let n = runs.load(Relaxed);
-    println!("loom track: {n} interleavings explored, preemption bound {bound:?}, {:.2?}", start.elapsed());
-    assert!(n > 1);
+    assert!(loom_support::explore("track: read vs write", model) > 1);
 }
 
 fn catches(f: Flaw) {
-    let runs = Arc::new(AtomicUsize::new(0));
-    let b = builder();
-    let start = Instant::now();
-    let outcome = catch_unwind(AssertUnwindSafe(|| flaw::with(f, || b.check(counted(&runs)))));
-    let n = runs.load(Relaxed);
-    let Err(panic) = outcome else {
-        panic!("loom track: {f:?} NOT caught in {n} interleavings: the model checks nothing");
-    };
-    let msg = panic
-        .downcast_ref::<String>()
-        .map(String::as_str)
-        .or_else(|| panic.downcast_ref::<&str>().copied())
-        .unwrap_or("(no message)");
-    assert!(msg.contains("stale"), "loom track: {f:?} failed the model, but not as expected: {msg}");
-    println!("loom track: {f:?} caught at interleaving {n}, {:.2?}: {}", start.elapsed(), msg.lines().next().unwrap_or(""));
+    loom_support::catches("track: read vs write", f, "stale", model);
 }
 
 #[test]

@@ -14,6 +14,7 @@
 //! | [`rng`] | the seeded generators the tests use (xorshift64, xorshift64*, splitmix64) | random workloads and values |
 //! | [`values`] | self-describing values that expose tearing, truncation and misdirection | large-value tests of the store and the server |
 //! | [`tls`] | a throwaway CA and certificates (the `openssl` command), a blocking TLS client (rustls) | the TLS tests |
+//! | `flaw` (only with `--cfg larder_loom`) | the one switch for the deliberate bugs each crate plants for its loom models | larder-store's and larder-server's `sync::flaw` |
 //! | `loom` (only with `--cfg larder_loom`) | run a loom model over every interleaving and count them; show that a deliberate flaw fails it | the loom models of larder-store and larder-server (scripts/loom) |
 //! | [`policy`] | [`require_or_skip`]: what a test does when memcached or Python is missing (fail under CI, `SKIPPED:` elsewhere) | tests with outside dependencies |
 //!
@@ -24,6 +25,8 @@
 
 pub mod binary;
 pub mod client;
+#[cfg(larder_loom)]
+pub mod flaw;
 pub mod larder;
 pub mod launch;
 #[cfg(larder_loom)]

@@ -8,9 +8,8 @@
 //! model prints one line: how many interleavings it explored and how long
 //! that took, or after how many interleavings loom caught the flaw.
 //!
-//! Each crate has its own flaw switch (`larder_store::loom_model::flaw`,
-//! `larder_server::sync::flaw`), so [`catches`] takes the flaw and
-//! the function that switches it on for the length of a check.
+//! Flaws are switched on through [`crate::flaw`], the one switch every
+//! crate's `Flaw` enum goes through.
 
 use std::fmt::Debug;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -26,6 +25,10 @@ fn builder() -> loom::model::Builder {
     if b.preemption_bound.is_none() {
         b.preemption_bound = Some(PREEMPTIONS);
     }
+    // The near-cache tracker's model subscribes, attaches and unsubscribes,
+    // each under the tracker's locks: more steps per run than loom's default
+    // (1,000 branches) allows. A ceiling only: smaller models are unaffected.
+    b.max_branches = b.max_branches.max(100_000);
     b
 }
 
@@ -50,21 +53,15 @@ pub fn explore(name: &str, model: impl Fn() + Sync + Send + 'static) -> usize {
     n
 }
 
-/// Checks `model` with `flaw` switched on (by `switch_on(flaw, check)`,
-/// which must run `check` with it on), and fails unless loom reports an
-/// interleaving that breaks it with a panic whose message contains
-/// `expect` (so the model failed for the reason it exists, not another).
-pub fn catches<F: Debug + Copy>(
-    name: &str,
-    flaw: F,
-    expect: &str,
-    switch_on: impl FnOnce(F, Box<dyn FnOnce() + '_>),
-    model: impl Fn() + Sync + Send + 'static,
-) {
+/// Checks `model` with `flaw` switched on ([`crate::flaw::with`]), and
+/// fails unless loom reports an interleaving that breaks it with a panic
+/// whose message contains `expect` (so the model failed for the reason it
+/// exists, not another).
+pub fn catches<F: Debug + Copy + PartialEq + 'static>(name: &str, flaw: F, expect: &str, model: impl Fn() + Sync + Send + 'static) {
     let b = builder();
     let (runs, f) = counted(model);
     let start = Instant::now();
-    let outcome = catch_unwind(AssertUnwindSafe(|| switch_on(flaw, Box::new(|| b.check(f)))));
+    let outcome = catch_unwind(AssertUnwindSafe(|| crate::flaw::with(flaw, || b.check(f))));
     let n = runs.load(Relaxed);
     let Err(panic) = outcome else {
         panic!("loom {name}: {flaw:?} NOT caught in {n} interleavings: the model checks nothing");

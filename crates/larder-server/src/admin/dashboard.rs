@@ -110,17 +110,17 @@ pub fn history_json(history: &History) -> String {
 
 /// `/api/v1/summary`.
 pub fn summary_json(srv: &Server, history: &History) -> String {
-    let now = srv.clock.now();
-    let delim = srv.settings.prefix_delimiter;
+    let now = srv.clock().now();
+    let delim = srv.settings().prefix_delimiter;
     let mut j = Json::new();
     begin(&mut j);
-    j.bool("observe_enabled", srv.settings.observe.enabled);
-    j.bool("grace_enabled", srv.settings.grace.enabled());
+    j.bool("observe_enabled", srv.settings().observe.enabled);
+    j.bool("grace_enabled", srv.settings().grace.enabled());
     j.str("prefix_delimiter", &escaped_key(&[delim]));
     write_stats(&mut j, srv, now);
 
     let st = srv.store_stats();
-    let (read_bufs, write_bufs) = srv.budget.buffer_bytes();
+    let (read_bufs, write_bufs) = srv.conns().budget.buffer_bytes();
     j.obj("memory");
     j.u64("limit", st.limit_maxbytes);
     j.u64("used", st.memory_used);
@@ -130,11 +130,11 @@ pub fn summary_json(srv: &Server, history: &History) -> String {
     j.u64("large", st.large_bytes);
     j.u64("read_buf_bytes", read_bufs as u64);
     j.u64("response_obj_bytes", write_bufs as u64);
-    j.u64("observe", srv.observer.heap_bytes() as u64);
+    j.u64("observe", srv.insight().observer.heap_bytes() as u64);
     j.u64("history", history.heap_bytes() as u64);
     j.end_obj();
 
-    let lat = srv.observer.latency.snapshot();
+    let lat = srv.insight().observer.latency.snapshot();
     j.obj("latency_us");
     j.u64("count", lat.count);
     j.f64("mean", if lat.count == 0 { 0.0 } else { lat.sum_ns as f64 / lat.count as f64 / 1000.0 });
@@ -158,9 +158,9 @@ pub fn summary_json(srv: &Server, history: &History) -> String {
 pub fn prefixes_json(srv: &Server) -> String {
     let mut j = Json::new();
     begin(&mut j);
-    j.bool("observe_enabled", srv.settings.observe.enabled);
-    j.str("prefix_delimiter", &escaped_key(&[srv.settings.prefix_delimiter]));
-    let mut rows = srv.observer.prefixes.snapshot();
+    j.bool("observe_enabled", srv.settings().observe.enabled);
+    j.str("prefix_delimiter", &escaped_key(&[srv.settings().prefix_delimiter]));
+    let mut rows = srv.insight().observer.prefixes.snapshot();
     rows.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(b.requests().cmp(&a.requests())));
     j.u64("prefixes_total", rows.len() as u64);
     j.arr("prefixes");
@@ -199,9 +199,9 @@ pub fn prefixes_json(srv: &Server) -> String {
 
 /// `/api/v1/keys`.
 pub fn keys_json(srv: &Server) -> String {
-    let now = srv.clock.now();
-    let unix_now = srv.clock.unix_now().max(0) as u64;
-    let delim = srv.settings.prefix_delimiter;
+    let now = srv.clock().now();
+    let unix_now = srv.clock().unix_now().max(0) as u64;
+    let delim = srv.settings().prefix_delimiter;
     let mut j = Json::new();
     begin(&mut j);
     let prefix_of = |j: &mut Json, key: &[u8]| match key_prefix(key, delim) {
@@ -209,14 +209,14 @@ pub fn keys_json(srv: &Server) -> String {
         None => j.null("prefix"),
     };
     // -X: memcached's "no key dumps" covers larder's own listings.
-    let show = srv.settings.dump_enabled;
+    let show = srv.settings().dump_enabled;
     j.str("key_names", if show { "shown" } else { "hidden" });
     let key_of = |j: &mut Json, key: &[u8]| match show {
         true => j.str("key", &escaped_key(key)),
         false => j.null("key"),
     };
     j.arr("bigkeys");
-    for b in srv.observer.bigkeys.top() {
+    for b in srv.insight().observer.bigkeys.top() {
         j.begin_obj();
         key_of(&mut j, &b.key);
         prefix_of(&mut j, &b.key);
@@ -227,7 +227,7 @@ pub fn keys_json(srv: &Server) -> String {
     }
     j.end_arr();
 
-    let hot = srv.observer.hotkeys.report(unix_now, HOT_KEYS);
+    let hot = srv.insight().observer.hotkeys.report(unix_now, HOT_KEYS);
     j.obj("hotkeys");
     j.u64("window_s", hot.window_secs);
     j.u64("total_requests", hot.total_requests);
@@ -244,7 +244,7 @@ pub fn keys_json(srv: &Server) -> String {
             // access bits, the hit counters, or a dead item (removing it
             // here would take it out of the store behind per-prefix
             // accounting's back: this thread has no departure sink).
-            match srv.store.inspect(&h.key, now, |it| (it.value.len(), it.exptime)) {
+            match srv.store().inspect(&h.key, now, |it| (it.value.len(), it.exptime)) {
                 Some((size, exptime)) => {
                     j.u64("size", size as u64);
                     j.i64("ttl", if exptime == 0 { -1 } else { exptime.saturating_sub(now) as i64 });

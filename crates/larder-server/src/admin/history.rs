@@ -112,10 +112,10 @@ fn mark(srv: &Server) -> (Mark, larder_store::Stats) {
     let st = srv.store_stats();
     let m = Mark {
         at: Instant::now(),
-        t: srv.stats.totals(),
+        t: srv.counters().totals(),
         evictions: st.evictions,
         reclaimed: st.reclaimed,
-        latency: srv.observer.latency.snapshot(),
+        latency: srv.insight().observer.latency.snapshot(),
     };
     (m, st)
 }
@@ -137,7 +137,7 @@ fn sample(srv: &Server, prev: &Mark, cur: &Mark, st: &larder_store::Stats) -> Sa
     // After `stats reset` the totals restart below the mark: a rate of 0.
     let rate = |c: u64, p: u64| (c.saturating_sub(p) as f64 / dt) as f32;
     let (a, b) = (&cur.t, &prev.t);
-    let (read_bufs, write_bufs) = srv.budget.buffer_bytes();
+    let (read_bufs, write_bufs) = srv.conns().budget.buffer_bytes();
     let [p50, p99, p999] = interval_quantiles(&prev.latency, &cur.latency);
     use std::sync::atomic::Ordering::Relaxed;
     let v = [
@@ -158,7 +158,7 @@ fn sample(srv: &Server, prev: &Mark, cur: &Mark, st: &larder_store::Stats) -> Sa
         st.bytes_dead as f32,
         (read_bufs + write_bufs) as f32,
         st.curr_items as f32,
-        srv.stats.conns.curr_connections.load(Relaxed) as f32,
+        srv.counters().conns.curr_connections.load(Relaxed) as f32,
         p50,
         p99,
         p999,

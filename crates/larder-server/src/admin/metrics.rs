@@ -65,7 +65,7 @@ pub fn spawn(srv: Arc<Server>, listener: TcpListener) -> Result<(), String> {
 /// them would leave the cache port unable to accept. Raised within the hard
 /// limit (no privilege needed); a warning when that is too low.
 fn make_room_for_descriptors(srv: &Server) {
-    let s = &srv.settings;
+    let s = &srv.settings();
     let want = (s.max_connections + 64 + s.observe.metrics_max_conns + 16) as libc::rlim_t;
     // SAFETY: getrlimit/setrlimit on a struct we own.
     unsafe {
@@ -93,7 +93,7 @@ pub fn render(srv: &Server) -> String {
 /// The exposition text, with the admin listener's figures when given.
 pub fn render_with(srv: &Server, admin: Option<&Counters>) -> String {
     use crate::exec::report::{snapshot, Group, Value};
-    let now = srv.clock.now();
+    let now = srv.clock().now();
     let mut e = Exposition::new();
     // memcached's figures, then larder's own: typed, never re-parsed.
     for (name, value) in &snapshot(srv, Group::General, now).stats {
@@ -117,13 +117,13 @@ pub fn render_with(srv: &Server, admin: Option<&Counters>) -> String {
             e.gauge(name, "larder stat.", v);
         }
     }
-    srv.observer.write_prometheus(&mut e);
-    let st = srv.store.stats();
+    srv.insight().observer.write_prometheus(&mut e);
+    let st = srv.store().stats();
     e.family("larder_memory_bytes", "Memory by category (connections: their input and output buffers).", MetricType::Gauge);
     e.sample("larder_memory_bytes", &[("category", "items")], st.bytes as f64);
     e.sample("larder_memory_bytes", &[("category", "index")], st.index_bytes as f64);
     e.sample("larder_memory_bytes", &[("category", "dead")], st.bytes_dead as f64);
-    let (read_bufs, write_bufs) = srv.budget.buffer_bytes();
+    let (read_bufs, write_bufs) = srv.conns().budget.buffer_bytes();
     e.sample("larder_memory_bytes", &[("category", "connections")], (read_bufs + write_bufs) as f64);
     if let Some(c) = admin {
         write_admin(&mut e, c);

@@ -117,13 +117,13 @@ impl Admin {
     /// From the server's settings, with the credentials file `main` read
     /// before dropping privileges (or read now).
     pub fn new(srv: Arc<Server>, history: Arc<History>, counters: Arc<Counters>) -> Result<Admin, String> {
-        let o = &srv.settings.observe;
+        let o = &srv.settings().observe;
         let auth = match &o.metrics_auth_file {
             Some(path) => Some(AuthFile::take_or_load(path)?),
             None => None,
         };
         Ok(Admin {
-            auth_required: srv.settings.metrics_auth_required(),
+            auth_required: srv.settings().metrics_auth_required(),
             auth,
             max_conns: o.metrics_max_conns.max(1),
             header_timeout: Duration::from_secs(o.metrics_header_timeout.max(1) as u64),
@@ -136,7 +136,7 @@ impl Admin {
     }
 
     fn tls(&self) -> Option<&Arc<TlsContext>> {
-        self.srv.tls.as_ref().filter(|_| self.srv.settings.tls.metrics)
+        self.srv.access().tls.as_ref().filter(|_| self.srv.settings().tls.metrics)
     }
 
     fn now_ms(&self) -> u64 {

@@ -73,10 +73,10 @@ impl Harness {
             ..larder_store::Config::default()
         })
         .map_err(|e| e.0)?;
-        let srv = Arc::new(Server::new(settings, store, 0, Shutdown::new()));
-        let obs = Obs::new(&srv.observer, srv.settings.observe.enabled, srv.clock.unix_now() - srv.clock.now() as i64);
-        let trace = WorkerTrace { obs, log: srv.log.worker_log() };
-        let pool = BufPool::new(srv.budget.clone());
+        let srv = Arc::new(Server::new(settings, store, crate::state::server::Startup::bare(Shutdown::new())));
+        let obs = Obs::new(&srv.insight().observer, srv.settings().observe.enabled, srv.clock().unix_now() - srv.clock().now() as i64);
+        let trace = WorkerTrace { obs, log: srv.insight().log.worker_log() };
+        let pool = BufPool::new(srv.conns().budget.clone());
         Ok(Harness { srv, trace, pool, conns: Vec::new() })
     }
 
@@ -86,10 +86,10 @@ impl Harness {
         ours.set_nonblocking(true)?;
         peer.set_nonblocking(true)?;
         let fd = std::os::fd::AsRawFd::as_raw_fd(&ours);
-        let now = self.srv.clock.now();
+        let now = self.srv.clock().now();
         let info = Arc::new(ConnInfo::new(fd, "harness".into(), None, ConnState::Waiting, now));
         let stream = Stream::Unix(mio::net::UnixStream::from_std(ours));
-        let session = Session::new(stream, info, now, self.srv.budget.clone(), self.srv.auth.is_none() && !self.srv.settings.sasl);
+        let session = Session::new(stream, info, now, self.srv.conns().budget.clone(), self.srv.access().credentials.is_none() && !self.srv.settings().sasl);
         self.conns.push(Conn { session: Some(session), peer, replies: Vec::new(), reply_bytes: 0, first: None });
         Ok(self.conns.len() - 1)
     }
@@ -141,21 +141,21 @@ impl Harness {
     /// byte under `-B auto`; `-Y` connections start in text).
     pub fn speaks_binary(&self, conn: usize) -> bool {
         let first = self.conns.get(conn).and_then(|c| c.first);
-        match self.srv.settings.protocol {
+        match self.srv.settings().protocol {
             Protocol::Binary => true,
             Protocol::Ascii => false,
-            Protocol::Auto => self.srv.auth.is_none() && first.is_some_and(larder_proto::binary::is_binary),
+            Protocol::Auto => self.srv.access().credentials.is_none() && first.is_some_and(larder_proto::binary::is_binary),
         }
     }
 
     /// The store's segment size and the largest item (`-I`): the lengths
     /// around which the interesting paths switch.
     pub fn segment_size(&self) -> usize {
-        self.srv.store.stats().segment_size as usize
+        self.srv.store().stats().segment_size as usize
     }
 
     pub fn item_size_max(&self) -> usize {
-        self.srv.settings.item_size_max
+        self.srv.settings().item_size_max
     }
 
     /// Whether the server closed `conn`.
@@ -167,18 +167,18 @@ impl Harness {
     /// a client would (so output it paused on is taken and it runs again).
     fn serve(&mut self, conn: usize) {
         let srv = &*self.srv;
-        let ws = &srv.stats.workers[0];
+        let ws = &srv.counters().workers[0];
         for _ in 0..MAX_RUNS {
             let c = &mut self.conns[conn];
             let Some(session) = c.session.as_mut() else { return };
-            let status = session.on_event(srv, ws, &mut self.trace, srv.clock.now(), &srv.budget, &mut self.pool, true);
+            let status = session.on_event(srv, ws, &mut self.trace, srv.clock().now(), &srv.conns().budget, &mut self.pool, true);
             let drained = drain(&mut c.peer, &mut c.replies, &mut c.reply_bytes);
             match status {
                 Status::Close | Status::Watch => return self.close(conn),
                 // Released at once (no other client will write the key).
                 Status::Parked => {
                     if let Some(t) = session.take_ticket() {
-                        srv.coalescer.abandon(&t);
+                        srv.stampede().coalescer.abandon(&t);
                     }
                     session.unpark();
                 }
@@ -194,10 +194,10 @@ impl Harness {
         let c = &mut self.conns[conn];
         if let Some(mut s) = c.session.take() {
             if let Some(t) = s.take_ticket() {
-                self.srv.coalescer.abandon(&t);
+                self.srv.stampede().coalescer.abandon(&t);
             }
             s.stream_mut().abandon();
-            self.srv.registry.remove(s.info.fd);
+            self.srv.conns().registry.remove(s.info.fd);
         }
         drain(&mut c.peer, &mut c.replies, &mut c.reply_bytes);
     }
@@ -211,7 +211,7 @@ impl Harness {
 
     /// What must hold whatever the clients sent: see the module docs.
     pub fn check(&self) -> Result<(), String> {
-        let budget = &self.srv.budget;
+        let budget = &self.srv.conns().budget;
         if budget.used() > budget.limit() {
             return Err(format!("connection budget used {} past its limit {}", budget.used(), budget.limit()));
         }
@@ -221,12 +221,12 @@ impl Harness {
                 return Err(format!("all connections closed, yet the budget holds {} beyond its shelf ({read} + {write})", budget.used()));
             }
         }
-        let store = &self.srv.store;
+        let store = &self.srv.store();
         let stats = store.stats();
         if stats.memory_used > stats.limit_maxbytes {
             return Err(format!("store uses {} past -m {}", stats.memory_used, stats.limit_maxbytes));
         }
-        let now = self.srv.clock.now();
+        let now = self.srv.clock().now();
         let mut walked = Vec::new();
         for shard in 0..store.shard_count() {
             store.for_each_item_in_shard(shard, now, |key, item| walked.push((key.to_vec(), item.value_len)));

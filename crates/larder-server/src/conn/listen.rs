@@ -282,14 +282,14 @@ pub fn run_acceptor(srv: Arc<Server>, mut listeners: Vec<Listener>, inboxes: Vec
 
 /// The server side of a TLS connection (its handshake runs on the worker).
 fn tls_stream(srv: &Server, s: mio::net::TcpStream) -> io::Result<Stream> {
-    let ctx = srv.tls.as_ref().ok_or_else(|| io::Error::other("TLS listener without a TLS context"))?;
+    let ctx = srv.access().tls.as_ref().ok_or_else(|| io::Error::other("TLS listener without a TLS context"))?;
     let conn = ctx.accept_unbuffered().map_err(io::Error::other)?;
     Ok(Stream::Tls(Box::new(TlsStream::new(s, conn, ctx.counters.clone(), ctx.settings.wbuf_size))))
 }
 
 fn dispatch(srv: &Server, mut stream: Stream, peer: String, listen: String, inboxes: &[Arc<Inbox>], next: &mut usize) {
-    let conns = &srv.stats.conns;
-    if conns.curr_connections.load(Relaxed) as usize >= srv.settings.max_connections {
+    let conns = &srv.counters().conns;
+    if conns.curr_connections.load(Relaxed) as usize >= srv.settings().max_connections {
         conns.rejected_connections.fetch_add(1, Relaxed);
         // In plain text even on a TLS listener, as memcached (which rejects
         // before its handshake): a TLS client then fails on a bad record
@@ -312,8 +312,8 @@ fn dispatch(srv: &Server, mut stream: Stream, peer: String, listen: String, inbo
     };
     let structures = conns.connection_structures.load(Relaxed).max(conns.curr_connections.load(Relaxed));
     conns.connection_structures.store(structures, Relaxed);
-    let info = Arc::new(ConnInfo::new(fd, peer, Some(listen), ConnState::Waiting, srv.clock.now()));
-    srv.registry.add(info.clone());
+    let info = Arc::new(ConnInfo::new(fd, peer, Some(listen), ConnState::Waiting, srv.clock().now()));
+    srv.conns().registry.add(info.clone());
     let inbox = &inboxes[*next % inboxes.len()];
     *next = next.wrapping_add(1);
     inbox.push(NewConn { stream, info });
@@ -321,17 +321,17 @@ fn dispatch(srv: &Server, mut stream: Stream, peer: String, listen: String, inbo
 
 /// Register listeners in `stats conns`.
 pub fn register_listeners(srv: &Server, listeners: &[Listener], udp: &[std::net::UdpSocket]) {
-    let now = srv.clock.now();
+    let now = srv.clock().now();
     for l in listeners {
         let (fd, label_l) = match l {
             Listener::Tcp(t, s, _) => (t.as_raw_fd(), s.clone()),
             Listener::Unix(u, s) => (u.as_raw_fd(), s.clone()),
         };
-        srv.registry.add(Arc::new(ConnInfo::new(fd, label_l, None, ConnState::Listening, now)));
+        srv.conns().registry.add(Arc::new(ConnInfo::new(fd, label_l, None, ConnState::Listening, now)));
     }
     for u in udp {
         if let Ok(addr) = u.local_addr() {
-            srv.registry.add(Arc::new(ConnInfo::new(u.as_raw_fd(), label("udp", &addr), None, ConnState::Waiting, now)));
+            srv.conns().registry.add(Arc::new(ConnInfo::new(u.as_raw_fd(), label("udp", &addr), None, ConnState::Waiting, now)));
         }
     }
 }

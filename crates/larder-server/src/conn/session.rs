@@ -418,13 +418,13 @@ impl Session {
     fn land(&mut self, srv: &Server, total: usize) -> Landed {
         let buf = &self.rbuf[self.rstart..self.rend];
         let shape = self.talk.waiting_shape(buf, total);
-        let Some(shape) = shape.filter(|s| srv.store.lands(s.key_len, s.value)) else { return Landed::No };
+        let Some(shape) = shape.filter(|s| srv.store().lands(s.key_len, s.value)) else { return Landed::No };
         // The parsers give a shape only once its head is buffered; checked
         // again here, where it is used to slice (a head that is not all in
         // is the client's word only: a 124-byte binary header once claimed
         // 65,814 and stopped the server).
         let Some(vstart) = self.rstart.checked_add(shape.head).filter(|&v| v <= self.rend) else { return Landed::No };
-        let Some(mut landing) = srv.store.landing(shape.key_len, shape.value) else { return Landed::NoRoom };
+        let Some(mut landing) = srv.store().landing(shape.key_len, shape.value) else { return Landed::NoRoom };
         let have = (self.rend - vstart).min(shape.value);
         landing.unfilled()[..have].copy_from_slice(&self.rbuf[vstart..vstart + have]);
         landing.advance(have);
@@ -486,7 +486,7 @@ impl Session {
     fn serve(&mut self, srv: &Server, ws: &WorkerStats, tr: &mut WorkerTrace, now: Time, budget: &ConnBudget, hangup: bool) -> Status {
         let mut reading = Reading { budget: READ_BUDGET, drained: false, hangup };
         // -R: requests per wake-up before yielding to other connections.
-        let mut allowance = srv.settings.reqs_per_event;
+        let mut allowance = srv.settings().reqs_per_event;
         loop {
             if self.talk.is_stream() {
                 // A subscriber's pushes, as far as the output bound allows.
@@ -829,7 +829,7 @@ impl Session {
                 let waker = self.wake.as_ref().map(|(inbox, token)| {
                     Arc::new(SessionWake::new(inbox.clone(), *token)) as Arc<dyn crate::track::subscriber::Wake>
                 });
-                let sub = srv.track.subscribe(mode, waker);
+                let sub = srv.tracker().subscribe(mode, waker);
                 self.talk.become_stream(sub, &mut self.out.buf);
                 true
             }

@@ -120,11 +120,11 @@ impl Worker {
         let mut udp = Vec::new();
         for (i, mut sock) in udp_sockets.into_iter().enumerate() {
             poll.registry().register(&mut sock, Token(UDP_BASE + i), Interest::READABLE)?;
-            udp.push(UdpHandler::new(sock, srv.budget.clone()));
+            udp.push(UdpHandler::new(sock, srv.conns().budget.clone()));
         }
-        let obs = Obs::new(&srv.observer, srv.settings.observe.enabled, srv.clock.unix_now() - srv.clock.now() as i64);
-        let trace = WorkerTrace { obs, log: srv.log.worker_log() };
-        let pool = BufPool::new(srv.budget.clone());
+        let obs = Obs::new(&srv.insight().observer, srv.settings().observe.enabled, srv.clock().unix_now() - srv.clock().now() as i64);
+        let trace = WorkerTrace { obs, log: srv.insight().log.worker_log() };
+        let pool = BufPool::new(srv.conns().budget.clone());
         let worker = Worker {
             id,
             srv,
@@ -149,7 +149,7 @@ impl Worker {
         // never re-created, so a yielding connection costs no allocation.
         let mut again: Vec<Token> = Vec::new();
         let mut rerun: Vec<Token> = Vec::new();
-        let mut last_sweep = self.srv.clock.now();
+        let mut last_sweep = self.srv.clock().now();
         let srv = self.srv.clone();
         loop {
             let timeout = if again.is_empty() { self.parked_timeout(Duration::from_millis(500)) } else { Duration::ZERO };
@@ -167,7 +167,7 @@ impl Worker {
                 self.close_all();
                 return;
             }
-            let now = srv.clock.now();
+            let now = srv.clock().now();
             if self.trace.obs.enabled() {
                 // (observe=off reads no clock for latency at all)
                 self.mark = Instant::now();
@@ -180,7 +180,7 @@ impl Worker {
             if !self.parked.is_empty() {
                 // Released by a write (its writer told us) or out of time.
                 let due = self.parked_until.is_some_and(|t| Instant::now() >= t);
-                if srv.coalescer.take_dirty(self.id) || due {
+                if srv.stampede().coalescer.take_dirty(self.id) || due {
                     self.release_parked(now, &mut again);
                 }
             }
@@ -195,7 +195,7 @@ impl Worker {
     /// sessions (each once; one that ran is no longer due for a re-run).
     fn dispatch(&mut self, events: &Events, now: u32, again: &mut Vec<Token>, rerun: &mut Vec<Token>) {
         let srv = self.srv.clone();
-        let ws = &srv.stats.workers[self.id];
+        let ws = &srv.counters().workers[self.id];
         for event in events.iter() {
             let token = event.token();
             if token == WAKER {
@@ -207,7 +207,7 @@ impl Worker {
                     // reply only (conn::contain).
                     let trace = &mut self.trace;
                     if contain(|| h.on_readable(&srv, ws, trace, now)).is_none() {
-                        srv.stats.conns.conn_panics.fetch_add(1, Relaxed);
+                        srv.counters().conns.conn_panics.fetch_add(1, Relaxed);
                     }
                 }
             } else {
@@ -240,26 +240,26 @@ impl Worker {
         // expiry: a client that reads an item right after it expired (or
         // one stored already expired, as memcached's stats.t does) must find
         // it expired (`get_expired`), not gone (a plain miss).
-        let horizon = now.saturating_sub(srv.settings.grace.longest().max(RECLAIM_AFTER));
+        let horizon = now.saturating_sub(srv.settings().grace.longest().max(RECLAIM_AFTER));
         let WorkerTrace { obs, log } = &mut self.trace;
         let d = Departed { obs, log, now };
-        srv.store.reporting(d).reclaim_expired(horizon, self.id, srv.settings.threads);
+        srv.store().reporting(d).reclaim_expired(horizon, self.id, srv.settings().threads);
         if self.id == 0 {
-            srv.observer.maintain();
+            srv.insight().observer.maintain();
             srv.track_due_flush(now);
         }
     }
 
     fn run_session(&mut self, token: Token, now: u32, again: &mut Vec<Token>, hangup: bool) {
         let srv = &*self.srv;
-        let ws = &srv.stats.workers[self.id];
+        let ws = &srv.counters().workers[self.id];
         let Some(Some(session)) = self.sessions.get_mut(token.0) else { return };
         let trace = &mut self.trace;
         let pool = &mut self.pool;
-        let Some(status) = contain(|| session.on_event(srv, ws, trace, now, &srv.budget, pool, hangup)) else {
+        let Some(status) = contain(|| session.on_event(srv, ws, trace, now, &srv.conns().budget, pool, hangup)) else {
             // A bug reached by this connection's input: it ends, the
             // others go on (conn::contain; logged by its panic hook).
-            srv.stats.conns.conn_panics.fetch_add(1, Relaxed);
+            srv.counters().conns.conn_panics.fetch_add(1, Relaxed);
             session.close_reason = crate::trace::watch::CloseReason::Error;
             return self.close(token.0);
         };
@@ -282,8 +282,8 @@ impl Worker {
                     self.parked_until = Some(self.parked_until.map_or(t.deadline, |u| u.min(t.deadline)));
                     // A write may have landed while the request was being
                     // parked: look again before the next poll.
-                    if srv.coalescer.released(t, Instant::now()).is_some() {
-                        srv.coalescer.mark_dirty(self.id);
+                    if srv.stampede().coalescer.released(t, Instant::now()).is_some() {
+                        srv.stampede().coalescer.mark_dirty(self.id);
                     }
                 }
             }
@@ -319,10 +319,10 @@ impl Worker {
                     self.sessions.len() - 1
                 }
             };
-            let mut session = Session::new(conn.stream, conn.info, now, self.srv.budget.clone(), self.srv.auth.is_none() && !self.srv.settings.sasl);
+            let mut session = Session::new(conn.stream, conn.info, now, self.srv.conns().budget.clone(), self.srv.access().credentials.is_none() && !self.srv.settings().sasl);
             if session.stream_mut().register(self.poll.registry(), Token(slot)).is_err() {
-                self.srv.registry.remove(session.info.fd);
-                self.srv.stats.conns.curr_connections.fetch_sub(1, Relaxed);
+                self.srv.conns().registry.remove(session.info.fd);
+                self.srv.counters().conns.curr_connections.fetch_sub(1, Relaxed);
                 self.free.push(slot);
                 continue;
             }
@@ -346,7 +346,7 @@ impl Worker {
             let _ = session.stream_mut().deregister(self.poll.registry());
             self.free.push(slot);
             if let Some((stream, info, r, unsent)) = session.into_watcher() {
-                self.srv.log.adopt(stream, info, r, unsent);
+                self.srv.insight().log.adopt(stream, info, r, unsent);
             }
         }
     }
@@ -354,7 +354,7 @@ impl Worker {
     fn close(&mut self, slot: usize) {
         if let Some(mut session) = self.sessions[slot].take() {
             if let Some(ticket) = session.take_ticket() {
-                self.srv.coalescer.abandon(&ticket);
+                self.srv.stampede().coalescer.abandon(&ticket);
                 self.parked.retain(|t| t.0 != slot);
             }
             // What it holds in the connection budget is given back when it
@@ -362,8 +362,8 @@ impl Worker {
             session.stream_mut().abandon();
             self.trace.log.conn_close(session.info.fd, &session.info.addr, session.close_reason);
             let _ = session.stream_mut().deregister(self.poll.registry());
-            self.srv.registry.remove(session.info.fd);
-            self.srv.stats.conns.curr_connections.fetch_sub(1, Relaxed);
+            self.srv.conns().registry.remove(session.info.fd);
+            self.srv.counters().conns.curr_connections.fetch_sub(1, Relaxed);
             self.free.push(slot);
         }
     }
@@ -386,7 +386,7 @@ impl Worker {
             let token = self.parked[i];
             let released = match self.sessions.get_mut(token.0) {
                 Some(Some(s)) => match s.ticket() {
-                    Some(t) => self.srv.coalescer.released(t, at).map(|timed_out| (*t, timed_out)),
+                    Some(t) => self.srv.stampede().coalescer.released(t, at).map(|timed_out| (*t, timed_out)),
                     None => {
                         self.parked.swap_remove(i);
                         continue;
@@ -402,7 +402,7 @@ impl Worker {
                 continue;
             };
             self.parked.swap_remove(i);
-            self.srv.coalescer.unpark(&ticket, timed_out);
+            self.srv.stampede().coalescer.unpark(&ticket, timed_out);
             if let Some(Some(s)) = self.sessions.get_mut(token.0) {
                 s.unpark();
             }
@@ -434,9 +434,9 @@ impl Worker {
     /// that starts a handshake and never finishes it would otherwise hold
     /// its connection slot and rustls's buffers for good).
     fn sweep_idle(&mut self, now: u32) {
-        let limit = self.srv.settings.idle_timeout;
-        let handshake_limit = self.srv.settings.tls.handshake_timeout;
-        if limit == 0 && self.srv.tls.is_none() {
+        let limit = self.srv.settings().idle_timeout;
+        let handshake_limit = self.srv.settings().tls.handshake_timeout;
+        if limit == 0 && self.srv.access().tls.is_none() {
             return;
         }
         let mut idle = Vec::new();
@@ -453,7 +453,7 @@ impl Worker {
             if let Some(s) = &mut self.sessions[slot] {
                 // (a handshake timeout counts in ssl_handshake_errors, at close)
                 if !s.is_handshaking() {
-                    bump(&self.srv.stats.workers[self.id].idle_kicks, 1);
+                    bump(&self.srv.counters().workers[self.id].idle_kicks, 1);
                 }
                 s.close_reason = crate::trace::watch::CloseReason::IdleTimeout;
             }

@@ -12,7 +12,7 @@ pub struct ShutdownNotEnabled;
 /// graceful`) as SIGUSR1 would: with `-e`, the items are saved for the
 /// next start.
 pub fn shutdown(cx: &mut Ctx<'_>, graceful: bool) -> Result<(), ShutdownNotEnabled> {
-    if !cx.srv.settings.enable_shutdown {
+    if !cx.srv.settings().enable_shutdown {
         return Err(ShutdownNotEnabled);
     }
     cx.srv.request_shutdown(graceful);
@@ -42,7 +42,7 @@ pub fn cache_memlimit(cx: &mut Ctx<'_>, megabytes: u64) -> Result<(), MemlimitRe
     if megabytes > 1_000_000_000 {
         return Err(MemlimitRefused::NotMegabytes);
     }
-    cx.srv.store.set_memory_limit((megabytes as usize) << 20).map_err(|_| MemlimitRefused::Failed)
+    cx.srv.store().set_memory_limit((megabytes as usize) << 20).map_err(|_| MemlimitRefused::Failed)
 }
 
 /// `refresh_certs`: read the TLS certificate, key and CA files again for
@@ -50,17 +50,17 @@ pub fn cache_memlimit(cx: &mut Ctx<'_>, megabytes: u64) -> Result<(), MemlimitRe
 /// (`Error TLS not enabled` without `-Z`; otherwise which file failed and
 /// why; the configuration in use stays).
 pub fn refresh_certs(cx: &mut Ctx<'_>) -> Result<(), String> {
-    match &cx.srv.tls {
+    match &cx.srv.access().tls {
         None => Err("Error TLS not enabled".to_string()),
-        Some(tls) => tls.refresh(cx.srv.clock.now()),
+        Some(tls) => tls.refresh(cx.srv.clock().now()),
     }
 }
 
 /// `debugtime <offset>`, allowed only with `-o debug_time` (tests move the
 /// server's clock instead of sleeping). Whether it was allowed.
 pub fn debug_time(cx: &mut Ctx<'_>, offset: i64) -> bool {
-    if cx.srv.settings.debug_time {
-        cx.srv.clock.shift(offset);
+    if cx.srv.settings().debug_time {
+        cx.srv.clock().shift(offset);
         true
     } else {
         false

@@ -10,7 +10,7 @@ pub struct NotAllowed;
 /// Invalidate every item, now (`delay <= 0`) or `delay` from now.
 pub fn flush_all(cx: &mut Ctx<'_>, delay: i64) -> Result<(), NotAllowed> {
     let srv = cx.srv;
-    if !srv.settings.flush_enabled {
+    if !srv.settings().flush_enabled {
         return Err(NotAllowed);
     }
     bump(&cx.ws.cmd_flush, 1);

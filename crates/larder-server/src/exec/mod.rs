@@ -98,7 +98,7 @@ impl<'a> Ctx<'a> {
     /// expiries, …) to this worker's accounting and `watch` log.
     #[inline]
     pub fn store(&mut self) -> Reporting<'a, Departed<'_>> {
-        self.srv.store.reporting(Departed { obs: &mut *self.obs, log: self.log, now: self.now })
+        self.srv.store().reporting(Departed { obs: &mut *self.obs, log: self.log, now: self.now })
     }
 
     /// Where this request's `watch` lines go.
@@ -123,7 +123,7 @@ impl<'a> Ctx<'a> {
     /// register a hit (only on a connection whose reads register).
     #[inline]
     pub fn track_before(&self, key: &[u8]) -> Option<ReadSnap> {
-        self.track.as_ref().filter(|a| a.registers()).map(|_| self.srv.track.before_read(key))
+        self.track.as_ref().filter(|a| a.registers()).map(|_| self.srv.tracker().before_read(key))
     }
 
     /// After a read hit, before its reply goes out: the key is tracked for
@@ -131,7 +131,7 @@ impl<'a> Ctx<'a> {
     #[inline]
     pub fn track_hit(&self, snap: Option<ReadSnap>, key: &[u8]) {
         if let (Some(att), Some(snap)) = (&self.track, snap) {
-            self.srv.track.register_read(att, snap, key);
+            self.srv.tracker().register_read(att, snap, key);
         }
     }
 
@@ -140,7 +140,7 @@ impl<'a> Ctx<'a> {
     /// one subscribed).
     #[inline]
     pub fn track_changed(&self, key: &[u8]) {
-        self.srv.track.invalidate(key, self.track.as_ref().and_then(|a| a.origin()));
+        self.srv.tracker().invalidate(key, self.track.as_ref().and_then(|a| a.origin()));
     }
 
     /// The CAS a client may see: 0 under `-C` ([`cas_shown`]).
@@ -162,7 +162,7 @@ impl<'a> Ctx<'a> {
     /// A client-given relative or absolute expiry, in server time.
     #[inline]
     pub fn expiry(&self, exptime: i64) -> Time {
-        self.srv.clock.expiry(exptime)
+        self.srv.clock().expiry(exptime)
     }
 }
 
@@ -187,7 +187,7 @@ pub enum After {
 /// reply and listing that shows a CAS goes through it.
 #[inline]
 pub fn cas_shown(srv: &Server, cas: u64) -> u64 {
-    if srv.settings.cas_enabled {
+    if srv.settings().cas_enabled {
         cas
     } else {
         0

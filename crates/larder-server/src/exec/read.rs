@@ -42,18 +42,18 @@ pub fn read(cx: &mut Ctx<'_>, key: &[u8], touch: Option<Time>, encode: impl FnOn
     let visible = |cas: u64| super::cas_shown(srv, cas);
     // (value length, item bytes) of a hit, for the observer and watch.
     let sizes = |item: &Item<'_>| (item.value.len(), item_bytes(key.len(), item.value.len(), item.flags));
-    let grace = if touch.is_none() { srv.settings.grace.for_key(key) } else { 0 };
+    let grace = if touch.is_none() { srv.settings().grace.for_key(key) } else { 0 };
     // Coalescing covers grace's keys, for plain reads on a connection; a
     // request that already waited once answers what it finds now.
     let conn = match cx.parking {
-        Parking::Allowed(conn) if grace > 0 && srv.coalescer.enabled() => Some(conn),
+        Parking::Allowed(conn) if grace > 0 && srv.stampede().coalescer.enabled() => Some(conn),
         Parking::Retry(conn) => {
             cx.parking = Parking::Allowed(conn);
             None
         }
         _ => None,
     };
-    let seen = conn.map(|conn| (conn, srv.coalescer.before_lookup(key)));
+    let seen = conn.map(|conn| (conn, srv.stampede().coalescer.before_lookup(key)));
     let snap = cx.track_before(key);
     let mut refills = false;
     let found = if cx.in_flush_second() {
@@ -73,7 +73,7 @@ pub fn read(cx: &mut Ctx<'_>, key: &[u8], touch: Option<Time>, encode: impl FnOn
         }
     };
     if let (Some((conn, seen)), false, false) = (seen, refills, matches!(found, Lookup::Hit(_))) {
-        if let ColdVerdict::Park(ticket) = srv.coalescer.on_miss(key, conn, seen, std::time::Instant::now()) {
+        if let ColdVerdict::Park(ticket) = srv.stampede().coalescer.on_miss(key, conn, seen, std::time::Instant::now()) {
             // Counted when it runs again, as the hit or miss it then is.
             cx.ticket = Some(ticket);
             return Read::Parked;
@@ -128,7 +128,7 @@ fn graced(cx: &mut Ctx<'_>, key: &[u8], grace: Time, encode: impl FnOnce(&Item<'
     let mut verdict = None;
     let found = cx.store().get_graced(key, now, grace, |item, stale| {
         if stale {
-            let v = srv.winners.on_stale_read(key, now, srv.settings.grace.lease);
+            let v = srv.stampede().winners.on_stale_read(key, now, srv.settings().grace.lease);
             let serve = v == Verdict::Serve;
             verdict = Some(v);
             if !serve {

@@ -128,26 +128,26 @@ pub fn stats(srv: &Server, args: &[u8], now: Time, out: &mut Vec<u8>) {
             out.extend_from_slice(reply::RESET);
         }
         // memcached 1.6.37: -X (no dumping) refuses stats detail too.
-        Some(b"detail") if !srv.settings.dump_enabled => reply::line(out, "CLIENT_ERROR stats detail not allowed"),
+        Some(b"detail") if !srv.settings().dump_enabled => reply::line(out, "CLIENT_ERROR stats detail not allowed"),
         Some(b"detail") => {
             // memcached looks at the word after `detail` only.
             match words.next() {
-                Some(b"dump") => srv.observer.prefixes.render_detail_dump(out),
+                Some(b"dump") => srv.insight().observer.prefixes.render_detail_dump(out),
                 Some(w @ (b"on" | b"off")) => {
-                    srv.observer.prefixes.set_detail(w == b"on");
+                    srv.insight().observer.prefixes.set_detail(w == b"on");
                     out.extend_from_slice(reply::OK);
                 }
                 _ => reply::line(out, reply::STATS_DETAIL_USAGE),
             }
         }
         Some(w @ (b"prefixes" | b"hotkeys" | b"bigkeys")) if words.next().is_none() => {
-            let unix_now = srv.clock.unix_now().max(0) as u64;
+            let unix_now = srv.clock().unix_now().max(0) as u64;
             // -X (no key dumps): the key lists keep their figures and
             // prefixes but name no key.
-            let (o, delim) = (&srv.observer, srv.settings.prefix_delimiter);
+            let (o, delim) = (&srv.insight().observer, srv.settings().prefix_delimiter);
             match w {
-                b"bigkeys" if !srv.settings.dump_enabled => o.bigkeys.render_hiding_keys(out, unix_now, delim, |_, _| true),
-                b"hotkeys" if !srv.settings.dump_enabled => o.hotkeys.render_hiding_keys(out, unix_now, o.cfg.hotkeys_listed, delim),
+                b"bigkeys" if !srv.settings().dump_enabled => o.bigkeys.render_hiding_keys(out, unix_now, delim, |_, _| true),
+                b"hotkeys" if !srv.settings().dump_enabled => o.hotkeys.render_hiding_keys(out, unix_now, o.cfg.hotkeys_listed, delim),
                 _ => {
                     o.render_stats(&[w], unix_now, out);
                 }
@@ -183,7 +183,7 @@ const CACHEDUMP_MAX: usize = 2 * 1024 * 1024;
 /// ASCII, no space, `%XX` for any other byte and for `%`): identical to
 /// memcached for ASCII keys without `%`, one safe word for the rest.
 fn cachedump(srv: &Server, args: &[&[u8]], now: Time, out: &mut Vec<u8>) {
-    if !srv.settings.dump_enabled {
+    if !srv.settings().dump_enabled {
         reply::line(out, reply::CACHEDUMP_NOT_ALLOWED);
         return;
     }
@@ -201,13 +201,13 @@ fn cachedump(srv: &Server, args: &[&[u8]], now: Time, out: &mut Vec<u8>) {
         return;
     }
     let start = out.len();
-    let to_unix = srv.clock.unix_now() - now as i64;
+    let to_unix = srv.clock().unix_now() - now as i64;
     let mut shown = 0u32;
     let mut full = false;
     let mut shard = 0;
     let mut after = 0;
     while class == 1 && !full && (limit == 0 || shown < limit) {
-        let step = srv.store.for_each_item_in_shard_from(shard, now, after, 4, |key, it| {
+        let step = srv.store().for_each_item_in_shard_from(shard, now, after, 4, |key, it| {
             if full || it.key_binary || (limit != 0 && shown >= limit) {
                 return;
             }
@@ -226,7 +226,7 @@ fn cachedump(srv: &Server, args: &[&[u8]], now: Time, out: &mut Vec<u8>) {
         });
         match step {
             Some((_, last)) => after = last,
-            None if shard + 1 < srv.store.shard_count() => (shard, after) = (shard + 1, 0),
+            None if shard + 1 < srv.store().shard_count() => (shard, after) = (shard + 1, 0),
             None => break,
         }
     }
@@ -234,11 +234,11 @@ fn cachedump(srv: &Server, args: &[&[u8]], now: Time, out: &mut Vec<u8>) {
 }
 
 fn general(srv: &Server, s: &mut Snapshot) {
-    let t = srv.stats.totals();
-    let (total_conns, rejected) = srv.stats.conn_totals();
+    let t = srv.counters().totals();
+    let (total_conns, rejected) = srv.counters().conn_totals();
     let st = srv.store_stats();
     let (user, system) = rusage();
-    let c = &srv.stats.conns;
+    let c = &srv.counters().conns;
     use std::sync::atomic::Ordering::Relaxed;
     // memcached 1.6.18's names in memcached's order, so exporters and
     // dashboards find what they expect. Figures of memcached subsystems that
@@ -246,28 +246,28 @@ fn general(srv: &Server, s: &mut Snapshot) {
     // LRU crawler and maintainer, the logger) are reported as what they are
     // for larder: none, zero.
     s.u64("pid", std::process::id() as u64);
-    s.u64("uptime", srv.clock.uptime());
-    s.u64("time", srv.clock.unix_now() as u64);
+    s.u64("uptime", srv.clock().uptime());
+    s.u64("time", srv.clock().unix_now() as u64);
     s.str("version", VERSION);
     s.str("libevent", "none");
     s.u64("pointer_size", (std::mem::size_of::<usize>() * 8) as u64);
     s.f64("rusage_user", user);
     s.f64("rusage_system", system);
-    s.u64("max_connections", srv.settings.max_connections as u64);
+    s.u64("max_connections", srv.settings().max_connections as u64);
     s.u64("curr_connections", c.curr_connections.load(Relaxed));
     s.u64("total_connections", total_conns);
-    if srv.settings.maxconns_fast {
+    if srv.settings().maxconns_fast {
         s.u64("rejected_connections", rejected);
     }
     s.u64("connection_structures", c.connection_structures.load(Relaxed));
     // memcached's connection-buffer figures, for larder's buffers: output
     // buffers are its "response objects", input buffers its read buffers
     // (one per connection, and grown ones kept for reuse: `connmem::shelf`).
-    let (read_bytes, write_bytes) = srv.budget.buffer_bytes();
-    let read_free = srv.budget.free_bytes().0 as u64;
+    let (read_bytes, write_bytes) = srv.conns().budget.buffer_bytes();
+    let read_free = srv.conns().budget.free_bytes().0 as u64;
     let (read_bytes, write_bytes) = (read_bytes as u64, write_bytes as u64);
-    let read_oom = srv.budget.read_oom.load(Relaxed);
-    let write_oom = srv.budget.write_oom.load(Relaxed);
+    let read_oom = srv.conns().budget.read_oom.load(Relaxed);
+    let write_oom = srv.conns().budget.write_oom.load(Relaxed);
     s.u64("response_obj_oom", write_oom);
     s.u64("response_obj_count", c.curr_connections.load(Relaxed));
     s.u64("response_obj_bytes", write_bytes);
@@ -300,7 +300,7 @@ fn general(srv: &Server, s: &mut Snapshot) {
     s.u64("store_no_memory", t.store_no_memory);
     s.u64("auth_cmds", t.auth_cmds);
     s.u64("auth_errors", t.auth_errors);
-    if srv.settings.idle_timeout > 0 {
+    if srv.settings().idle_timeout > 0 {
         s.u64("idle_kicks", t.idle_kicks);
     }
     s.u64("bytes_read", t.bytes_read);
@@ -309,7 +309,7 @@ fn general(srv: &Server, s: &mut Snapshot) {
     s.u64("accepting_conns", 1);
     s.u64("listen_disabled_num", 0);
     s.u64("time_in_listen_disabled_us", 0);
-    s.u64("threads", srv.settings.threads as u64);
+    s.u64("threads", srv.settings().threads as u64);
     s.u64("conn_yields", t.conn_yields);
     // memcached's table starts at 2^16 buckets (-o hashpower default) and
     // only grows; larder's index starts small and grows with the items.
@@ -325,27 +325,27 @@ fn general(srv: &Server, s: &mut Snapshot) {
     ] {
         s.u64(name, 0);
     }
-    if srv.settings.lru_crawler {
+    if srv.settings().lru_crawler {
         s.u64("lru_crawler_running", 0);
         s.u64("lru_crawler_starts", 0);
     }
-    if srv.settings.lru_maintainer {
+    if srv.settings().lru_maintainer {
         s.u64("lru_maintainer_juggles", 0);
     }
     s.u64("malloc_fails", 0);
-    let [dropped, written, skipped, sent, watchers] = srv.log.stats();
+    let [dropped, written, skipped, sent, watchers] = srv.insight().log.stats();
     s.u64("log_worker_dropped", dropped);
     s.u64("log_worker_written", written);
     s.u64("log_watcher_skipped", skipped);
     s.u64("log_watcher_sent", sent);
     s.u64("log_watchers", watchers);
-    if let Some(tls) = &srv.tls {
+    if let Some(tls) = &srv.access().tls {
         // memcached's TLS figures, in its place for them.
         if tls.settings.session_cache {
             s.u64("ssl_new_sessions", tls.counters.new_sessions.load(std::sync::atomic::Ordering::Relaxed));
         }
         s.u64("ssl_handshake_errors", tls.counters.handshake_errors.load(std::sync::atomic::Ordering::Relaxed));
-        s.u64("time_since_server_cert_refresh", tls.seconds_since_refresh(srv.clock.now()) as u64);
+        s.u64("time_since_server_cert_refresh", tls.seconds_since_refresh(srv.clock().now()) as u64);
     }
     s.u64("unexpected_napi_ids", 0);
     s.u64("round_robin_fallback", 0);
@@ -356,7 +356,7 @@ fn general(srv: &Server, s: &mut Snapshot) {
     s.u64("slab_global_page_pool", st.segments_total.saturating_sub(st.segments_used));
     s.u64("expired_unfetched", st.expired_unfetched);
     s.u64("evicted_unfetched", st.evicted_unfetched);
-    if srv.settings.lru_maintainer {
+    if srv.settings().lru_maintainer {
         s.u64("evicted_active", 0);
     }
     s.u64("evictions", st.evictions);
@@ -364,7 +364,7 @@ fn general(srv: &Server, s: &mut Snapshot) {
     for name in ["crawler_reclaimed", "crawler_items_checked", "lrutail_reflocked"] {
         s.u64(name, 0);
     }
-    if srv.settings.lru_maintainer {
+    if srv.settings().lru_maintainer {
         for name in ["moves_to_cold", "moves_to_warm", "moves_within_lru", "direct_reclaims", "lru_bumps_dropped"] {
             s.u64(name, 0);
         }
@@ -375,10 +375,10 @@ fn general(srv: &Server, s: &mut Snapshot) {
 /// reply so that it has exactly memcached 1.6.18's fields (tools and
 /// memcached's t/stats.t count them).
 fn larder(srv: &Server, s: &mut Snapshot) {
-    let t = srv.stats.totals();
+    let t = srv.counters().totals();
     let st = srv.store_stats();
     s.str("larder_version", env!("CARGO_PKG_VERSION"));
-    for (name, value) in srv.track.stats().pairs() {
+    for (name, value) in srv.tracker().stats().pairs() {
         s.u64(name, value);
     }
     s.u64("larder_segment_size", st.segment_size);
@@ -393,8 +393,8 @@ fn larder(srv: &Server, s: &mut Snapshot) {
     s.u64("larder_index_bytes", st.index_bytes);
     s.u64("larder_index_slots", st.index_slots);
     s.u64("larder_index_used", st.index_used);
-    if srv.settings.memory_file.is_some() {
-        let r = &srv.restart;
+    if srv.settings().memory_file.is_some() {
+        let r = &srv.insight().restart;
         s.u64("larder_restart_loaded", r.loaded as u64);
         s.u64("larder_restart_items_loaded", r.items_loaded);
         s.u64("larder_restart_items_expired", r.items_expired);
@@ -402,31 +402,31 @@ fn larder(srv: &Server, s: &mut Snapshot) {
         s.f64("larder_restart_load_seconds", r.load_seconds);
         s.u64("larder_restart_file_bytes", r.file_bytes);
     }
-    s.u64("larder_conn_budget_bytes", srv.budget.limit() as u64);
-    s.u64("larder_conn_budget_used", srv.budget.used() as u64);
+    s.u64("larder_conn_budget_bytes", srv.conns().budget.limit() as u64);
+    s.u64("larder_conn_budget_used", srv.conns().budget.used() as u64);
     // Connections ended by a bug (a panic) instead of the server (conn::contain).
-    s.u64("larder_conn_panics", srv.stats.conns.conn_panics.load(Relaxed));
+    s.u64("larder_conn_panics", srv.counters().conns.conn_panics.load(Relaxed));
     // Output buffers kept for reuse (`connmem::shelf`); the input ones are
     // memcached's `read_buf_bytes_free`.
-    s.u64("larder_write_buf_bytes_free", srv.budget.free_bytes().1 as u64);
+    s.u64("larder_write_buf_bytes_free", srv.conns().budget.free_bytes().1 as u64);
     // Of the free buffers, input and output: the resting-size ones in the
     // workers' pools (`connmem::pool`), not charged to the budget (the rest
     // are on the shelf, and charged).
-    let (pool_read, pool_write) = srv.budget.pooled_bytes();
+    let (pool_read, pool_write) = srv.conns().budget.pooled_bytes();
     s.u64("larder_buf_pool_bytes", (pool_read + pool_write) as u64);
-    if srv.settings.udp_port != 0 {
+    if srv.settings().udp_port != 0 {
         // UDP replies stopped short: a value went away while being sent,
         // or more than 65,535 datagrams were needed (conn/udp.rs).
         s.u64("larder_udp_replies_cut", t.udp_replies_cut);
     }
-    if srv.settings.grace.enabled() {
+    if srv.settings().grace.enabled() {
         s.u64("larder_grace_hits", t.grace_hits);
         s.u64("larder_grace_wins", t.grace_wins);
         s.u64("larder_grace_winner_timeouts", t.grace_winner_timeouts);
     }
-    if srv.coalescer.enabled() {
-        let c = &srv.coalescer.stats;
-        s.u64("larder_coalesce_parked", srv.coalescer.parked_now() as u64);
+    if srv.stampede().coalescer.enabled() {
+        let c = &srv.stampede().coalescer.stats;
+        s.u64("larder_coalesce_parked", srv.stampede().coalescer.parked_now() as u64);
         s.u64("larder_coalesce_waits", c.waits.load(Relaxed));
         s.u64("larder_coalesce_wins", c.wins.load(Relaxed));
         s.u64("larder_coalesce_released", c.released.load(Relaxed));
@@ -438,7 +438,7 @@ fn larder(srv: &Server, s: &mut Snapshot) {
 }
 
 fn settings(srv: &Server, out: &mut Snapshot) {
-    let s = &srv.settings;
+    let s = &srv.settings();
     let st = srv.store_stats();
     let yes_no = |b: bool| if b { "yes" } else { "no" };
     out.u64("maxbytes", st.limit_maxbytes);
@@ -465,14 +465,14 @@ fn settings(srv: &Server, out: &mut Snapshot) {
     out.u64("num_threads", s.threads as u64);
     out.u64("num_threads_per_udp", s.threads as u64);
     out.str("stat_key_prefix", &(s.prefix_delimiter as char).to_string());
-    out.str("detail_enabled", yes_no(srv.observer.prefixes.detail_enabled()));
+    out.str("detail_enabled", yes_no(srv.insight().observer.prefixes.detail_enabled()));
     out.u64("reqs_per_event", s.reqs_per_event as u64);
     out.str("cas_enabled", yes_no(s.cas_enabled));
     out.u64("tcp_backlog", s.backlog as u64);
     out.str("binding_protocol", s.protocol.stats_name());
     out.str("auth_enabled_sasl", yes_no(s.sasl));
     // memcached names the file here (not "yes").
-    out.str("auth_enabled_ascii", srv.auth.as_ref().map_or("no", |c| c.path()));
+    out.str("auth_enabled_ascii", srv.access().credentials.as_ref().map_or("no", |c| c.path()));
     out.u64("item_size_max", s.item_size_max as u64);
     out.str("maxconns_fast", yes_no(s.maxconns_fast));
     out.u64("hashpower_init", 0);
@@ -572,7 +572,7 @@ fn items(srv: &Server, now: Time, s: &mut Snapshot) {
 
 fn slabs(srv: &Server, s: &mut Snapshot) {
     let st = srv.store_stats();
-    let t = srv.stats.totals();
+    let t = srv.counters().totals();
     if st.segments_used > 0 {
         s.u64("1:chunk_size", st.segment_size);
         s.u64("1:chunks_per_page", 1);
@@ -601,7 +601,7 @@ fn slabs(srv: &Server, s: &mut Snapshot) {
 }
 
 fn conns(srv: &Server, now: Time, s: &mut Snapshot) {
-    for info in srv.registry.snapshot() {
+    for info in srv.conns().registry.snapshot() {
         let prefix = info.fd.to_string();
         s.str(format!("{prefix}:addr"), &info.addr);
         if let Some(l) = &info.listen_addr {

@@ -79,39 +79,85 @@ impl Shutdown {
     }
 }
 
-pub struct Server {
-    /// How this server is asked to stop.
-    pub shutdown: Shutdown,
-    /// The connection-memory budget (`connmem::budget`).
-    pub budget: Arc<crate::connmem::budget::ConnBudget>,
-    pub settings: Settings,
-    pub store: Store,
-    pub clock: Clock,
-    pub stats: ServerStats,
-    pub registry: Registry,
-    pub limits: Limits,
-    /// Grace mode: who is refilling which expired key.
-    pub winners: crate::stampede::grace::Winners,
-    /// Coalesced cold misses: who refills which absent key, and who waits.
-    pub coalescer: crate::stampede::coalesce::Coalescer,
-    /// Observability state shared by the workers (each has its own
-    /// `ObserverWorker`, see `observe.rs`).
-    pub observer: larder_observe::observer::Observer,
-    /// `watch` log streams (`trace/watch.rs`); shared with the store's departure
-    /// hook, hence the Arc.
-    pub log: std::sync::Arc<crate::trace::watch::Logger>,
-    /// What the warm restart (`-e`) loaded at start-up.
-    pub restart: crate::restart::RestartStats,
+/// Who may talk to the server: `-Y` credentials, `-S` Cyrus SASL, `-Z` TLS.
+/// Fixed at start-up (TLS contexts reload inside `TlsContext`).
+#[derive(Default)]
+pub struct Access {
     /// `-Y`: the credentials connections must present before any command.
-    pub auth: Option<crate::auth::authfile::Credentials>,
+    pub credentials: Option<crate::auth::authfile::Credentials>,
     /// `-S`: the Cyrus SASL library, initialised at start-up.
     pub sasl: Option<&'static crate::auth::cyrus::Cyrus>,
     /// `-Z`: the TLS configuration new connections start from, and the
     /// TLS counters of `stats`.
     pub tls: Option<Arc<crate::config::tls::TlsContext>>,
+}
+
+/// What the connections share: the memory they may hold, the socket
+/// registry (`stats conns`, idle kicks) and the request limits.
+pub struct Connections {
+    /// The connection-memory budget (`connmem::budget`).
+    pub budget: Arc<crate::connmem::budget::ConnBudget>,
+    pub registry: Registry,
+    pub limits: Limits,
+    /// Listening sockets (TCP and UDP), for `reserved_fds`.
+    listeners: usize,
+}
+
+/// The cache-stampede protections (`crate::stampede`).
+pub struct Stampede {
+    /// Grace mode: who is refilling which expired key.
+    pub winners: crate::stampede::grace::Winners,
+    /// Coalesced cold misses: who refills which absent key, and who waits.
+    pub coalescer: crate::stampede::coalesce::Coalescer,
+}
+
+/// What the server reports about itself besides `stats`' counters.
+pub struct Insight {
+    /// Observability state shared by the workers (each has its own
+    /// `ObserverWorker`, see `observe.rs`).
+    pub observer: larder_observe::observer::Observer,
+    /// `watch` log streams (`trace/watch.rs`); shared with the store's departure
+    /// hook, hence the Arc.
+    pub log: Arc<crate::trace::watch::Logger>,
+    /// What the warm restart (`-e`) loaded at start-up.
+    pub restart: crate::restart::RestartStats,
+}
+
+/// What start-up prepared besides the settings and the store (see `lib.rs`'s
+/// `start`); [`Startup::bare`] for a server with no listener and no access
+/// control (tests, the harness).
+pub struct Startup {
+    pub listeners: usize,
+    pub shutdown: Shutdown,
+    pub clock: Clock,
+    pub restart: crate::restart::RestartStats,
+    pub access: Access,
+}
+
+impl Startup {
+    pub fn bare(shutdown: Shutdown) -> Startup {
+        Startup { listeners: 0, shutdown, clock: Clock::new(), restart: Default::default(), access: Access::default() }
+    }
+}
+
+/// The state every worker shares, in groups a reader can find: the store and
+/// its clock, the settings, `stats` counters, [`Access`], [`Connections`],
+/// [`Stampede`], [`Insight`] and near-cache tracking. Fields are private so
+/// that what changes after start-up is only what the methods below change.
+pub struct Server {
+    settings: Settings,
+    store: Store,
+    clock: Clock,
+    counters: ServerStats,
+    access: Access,
+    conns: Connections,
+    stampede: Stampede,
+    insight: Insight,
     /// Near-cache invalidation: who tracks which key, and the subscribers'
     /// push queues (`crate::track`).
-    pub track: Arc<crate::track::tracker::Tracker>,
+    tracker: Arc<crate::track::tracker::Tracker>,
+    /// How this server is asked to stop.
+    shutdown: Shutdown,
     /// When the latest delayed `flush_all` takes effect (0: none pending).
     track_flush_at: AtomicU32,
     verbosity: AtomicU32,
@@ -120,11 +166,11 @@ pub struct Server {
     nocas_flush_second: AtomicU32,
     /// Store counters at the last `stats reset`.
     store_baseline: Mutex<larder_store::Stats>,
-    listeners: usize,
 }
 
 impl Server {
-    pub fn new(settings: Settings, store: Store, listeners: usize, shutdown: Shutdown) -> Server {
+    pub fn new(settings: Settings, store: Store, start: Startup) -> Server {
+        let Startup { listeners, shutdown, clock, restart, access } = start;
         let limits = Limits { item_size_max: settings.item_size_max, ..Limits::default() };
         let o = &settings.observe;
         let observer = larder_observe::observer::Observer::new(larder_observe::observer::ObserverConfig {
@@ -146,32 +192,74 @@ impl Server {
         let budget = Arc::new(budget);
         store.set_pin_spill(budget.clone());
         let coalescer = crate::stampede::coalesce::Coalescer::new(settings.coalesce.clone(), settings.threads);
-        let track = Arc::new(crate::track::tracker::Tracker::new(settings.track));
+        let tracker = Arc::new(crate::track::tracker::Tracker::new(settings.track));
         Server {
-            shutdown,
-            budget,
-            log: std::sync::Arc::new(log),
             verbosity: AtomicU32::new(settings.verbose),
-            stats: ServerStats::new(settings.threads),
+            counters: ServerStats::new(settings.threads),
+            access,
+            conns: Connections { budget, registry: Registry::default(), limits, listeners },
+            stampede: Stampede { winners: crate::stampede::grace::Winners::new(), coalescer },
+            insight: Insight { observer, log: Arc::new(log), restart },
             settings,
             store,
-            clock: Clock::new(),
-            registry: Registry::default(),
-            limits,
-            winners: crate::stampede::grace::Winners::new(),
-            coalescer,
-            observer,
-            restart: Default::default(),
-            auth: None,
-            sasl: None,
-            tls: None,
-            track,
+            clock,
+            tracker,
+            shutdown,
             track_flush_at: AtomicU32::new(0),
             stopping: AtomicBool::new(false),
             nocas_flush_second: AtomicU32::new(0),
             store_baseline: Mutex::new(larder_store::Stats::default()),
-            listeners,
         }
+    }
+
+    #[inline]
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    #[inline]
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    #[inline]
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    /// `stats`' counters (`crate::counters`).
+    #[inline]
+    pub fn counters(&self) -> &ServerStats {
+        &self.counters
+    }
+
+    #[inline]
+    pub fn access(&self) -> &Access {
+        &self.access
+    }
+
+    #[inline]
+    pub fn conns(&self) -> &Connections {
+        &self.conns
+    }
+
+    #[inline]
+    pub fn stampede(&self) -> &Stampede {
+        &self.stampede
+    }
+
+    #[inline]
+    pub fn insight(&self) -> &Insight {
+        &self.insight
+    }
+
+    #[inline]
+    pub fn tracker(&self) -> &Arc<crate::track::tracker::Tracker> {
+        &self.tracker
+    }
+
+    pub fn shutdown(&self) -> &Shutdown {
+        &self.shutdown
     }
 
     pub fn verbosity(&self) -> u32 {
@@ -213,12 +301,12 @@ impl Server {
         // Near caches drop everything now; a delayed flush tells them again
         // when it takes effect (`track_due_flush`), or they would keep
         // values read in between that the flush then removes.
-        self.track.invalidate_all();
+        self.tracker.invalidate_all();
         if at > now {
             self.track_flush_at.fetch_max(at, Relaxed);
         }
-        if self.coalescer.enabled() {
-            self.coalescer.on_flush();
+        if self.stampede.coalescer.enabled() {
+            self.stampede.coalescer.on_flush();
         }
         if !self.settings.cas_enabled && at <= now {
             self.store.flush_all(now, now + 1);
@@ -231,7 +319,7 @@ impl Server {
     pub fn track_due_flush(&self, now: u32) {
         let at = self.track_flush_at.load(Relaxed);
         if at != 0 && at <= now && self.track_flush_at.compare_exchange(at, 0, Relaxed, Relaxed).is_ok() {
-            self.track.invalidate_all();
+            self.tracker.invalidate_all();
         }
     }
 
@@ -246,9 +334,9 @@ impl Server {
     #[inline]
     pub fn note_write(&self, key: &[u8]) {
         if self.settings.grace.enabled() {
-            self.winners.on_write(key);
-            if self.coalescer.enabled() {
-                self.coalescer.on_write(key);
+            self.stampede.winners.on_write(key);
+            if self.stampede.coalescer.enabled() {
+                self.stampede.coalescer.on_write(key);
             }
         }
     }
@@ -258,7 +346,7 @@ impl Server {
     pub fn reserved_fds(&self) -> usize {
         // stdin/out/err, the listeners, one epoll + waker pair per worker and
         // the acceptor's.
-        3 + self.listeners + 2 * (self.settings.threads + 1)
+        3 + self.conns.listeners + 2 * (self.settings.threads + 1)
     }
 
     /// Store figures with the counters relative to the last `stats reset`.
@@ -275,9 +363,9 @@ impl Server {
 
     /// `stats reset`.
     pub fn reset_stats(&self) {
-        self.stats.reset();
-        self.observer.reset();
-        self.log.reset_stats();
+        self.counters.reset();
+        self.insight.observer.reset();
+        self.insight.log.reset_stats();
         *self.store_baseline.lock().unwrap() = self.store.stats();
     }
 }
@@ -289,7 +377,7 @@ impl crate::trace::watch::WatcherHost for Server {
     }
 
     fn watcher_closed(&self, info: &crate::net::registry::ConnInfo) {
-        self.registry.remove(info.fd);
-        self.stats.conns.curr_connections.fetch_sub(1, Relaxed);
+        self.conns.registry.remove(info.fd);
+        self.counters.conns.curr_connections.fetch_sub(1, Relaxed);
     }
 }

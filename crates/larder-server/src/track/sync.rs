@@ -22,7 +22,8 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// thread that called it).
 #[cfg(larder_loom)]
 pub mod flaw {
-    use std::cell::Cell;
+    /// The switch is larder-testkit's, shared by every crate's flaws.
+    pub use larder_testkit::flaw::{on, with};
 
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub enum Flaw {
@@ -32,28 +33,5 @@ pub mod flaw {
         /// A write bumps the key's generation after looking the key up in
         /// the table instead of before.
         BumpAfterLookup,
-    }
-
-    thread_local! {
-        static ON: Cell<Option<Flaw>> = const { Cell::new(None) };
-    }
-
-    /// Whether `f` is switched on.
-    pub fn on(f: Flaw) -> bool {
-        ON.with(|c| c.get() == Some(f))
-    }
-
-    /// Runs `body` with `f` switched on (off again afterwards, even if
-    /// `body` panics).
-    pub fn with<R>(f: Flaw, body: impl FnOnce() -> R) -> R {
-        struct Off;
-        impl Drop for Off {
-            fn drop(&mut self) {
-                ON.with(|c| c.set(None));
-            }
-        }
-        ON.with(|c| c.set(Some(f)));
-        let _off = Off;
-        body()
     }
 }

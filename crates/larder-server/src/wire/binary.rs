@@ -26,8 +26,8 @@ use crate::wire::{Conversation, Step};
 /// reply.
 pub fn step(conv: &mut Conversation, cx: &mut Ctx<'_>, input: Input<'_>, out: &mut Output) -> Step {
     let mark = out.len();
-    let sasl = (cx.srv.settings.sasl && !conv.datagram).then(|| conv.auth.authenticated());
-    let parsed = binary::parse_input(input, &cx.srv.limits, sasl);
+    let sasl = (cx.srv.settings().sasl && !conv.datagram).then(|| conv.auth.authenticated());
+    let parsed = binary::parse_input(input, &cx.srv.conns().limits, sasl);
     match triage(cx, parsed, out) {
         BinStep::Run(request, consumed) => {
             if !conv.begin_reply(out) {
@@ -172,7 +172,7 @@ fn execute(cx: &mut Ctx<'_>, req: BinRequest<'_>, out: &mut Output) -> After {
 /// opcode and opaque).
 fn sasl_reply(cx: &mut Ctx<'_>, auth: &mut crate::auth::sasl::ConnAuth, req: &SaslRequest<'_>, out: &mut Output) {
     use crate::auth::sasl::SaslReply;
-    let (status, body): (Status, &[u8]) = match crate::auth::sasl::sasl(cx.srv.sasl, cx.srv.settings.verbose > 0, cx.ws, auth, req) {
+    let (status, body): (Status, &[u8]) = match crate::auth::sasl::sasl(cx.srv.access().sasl, cx.srv.settings().verbose > 0, cx.ws, auth, req) {
         SaslReply::Mechanisms(list) => (Status::Success, list),
         SaslReply::Authenticated => (Status::Success, b"Authenticated"),
         SaslReply::Continue(challenge) => (Status::AuthContinue, challenge),
@@ -275,10 +275,10 @@ fn stat(cx: &mut Ctx<'_>, req: &BinRequest<'_>, out: &mut Output) {
     if let Some(sub) = group.strip_prefix(b"detail") {
         if sub.starts_with(b" dump") {
             let mut dump = Vec::new();
-            srv.observer.prefixes.render_detail_dump(&mut dump);
+            srv.insight().observer.prefixes.render_detail_dump(&mut dump);
             binary::stat(out, req.opaque, b"detailed", &dump);
         } else if sub.starts_with(b" on") || sub.starts_with(b" off") {
-            srv.observer.prefixes.set_detail(sub.starts_with(b" on"));
+            srv.insight().observer.prefixes.set_detail(sub.starts_with(b" on"));
         } else {
             binary::status_only(out, req.opcode, Status::KeyNotFound, req.opaque);
             return;

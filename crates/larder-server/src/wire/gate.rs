@@ -36,7 +36,7 @@ use crate::wire::Step;
 /// The gate's driver: answer the request at the front of `buf` and, when
 /// the credentials match, open the gate for this connection's `auth`.
 pub fn step(cx: &mut Ctx<'_>, buf: &[u8], auth: &mut ConnAuth, out: &mut Output) -> Step {
-    let check = |user: &[u8], pass: &[u8]| cx.srv.auth.as_ref().is_some_and(|c| c.check(user, pass));
+    let check = |user: &[u8], pass: &[u8]| cx.srv.access().credentials.as_ref().is_some_and(|c| c.check(user, pass));
     match handshake(buf, check) {
         AuthStep::Wait => Step::Wait(None),
         AuthStep::Close => Step::Close,

@@ -44,11 +44,11 @@ pub fn start(srv: &Server, kind: Kind, words: &[&[u8]], pipelined: bool, out: &m
         Kind::Meta => ("metadump", "metadump"),
         Kind::Mg => ("key dump", "mgdump"),
     };
-    if !srv.settings.lru_crawler {
+    if !srv.settings().lru_crawler {
         larder_proto::reply::line(out, larder_proto::reply::LRU_CRAWLER_DISABLED);
         return None;
     }
-    if !srv.settings.dump_enabled {
+    if !srv.settings().dump_enabled {
         larder_proto::reply::line(out, &format!("ERROR {what} not allowed"));
         return None;
     }
@@ -79,7 +79,7 @@ pub fn step(slot: &mut Option<Dump>, cx: &mut Ctx<'_>, out: &mut Output) -> Step
         return Step::Blocked;
     }
     let srv = cx.srv;
-    if d.shard >= srv.store.shard_count() {
+    if d.shard >= srv.store().shard_count() {
         match d.kind {
             Kind::Meta => larder_observe::metadump::write_end(&mut out.buf),
             Kind::Mg => out.buf.extend_from_slice(b"EN\r\n"),
@@ -87,12 +87,12 @@ pub fn step(slot: &mut Option<Dump>, cx: &mut Ctx<'_>, out: &mut Output) -> Step
         *slot = None;
         return Step::Streamed;
     }
-    let delimiter = srv.settings.prefix_delimiter;
+    let delimiter = srv.settings().prefix_delimiter;
     let obs = &*cx.obs;
     let buf = &mut out.buf;
     let prefix = d.prefix.as_deref();
     let kind = d.kind;
-    let walked = srv.store.for_each_item_in_shard_from(d.shard, cx.now, d.after_gen, SEGMENTS_PER_STEP, |key, it| {
+    let walked = srv.store().for_each_item_in_shard_from(d.shard, cx.now, d.after_gen, SEGMENTS_PER_STEP, |key, it| {
         if let Some(p) = prefix {
             if larder_observe::key_prefix(key, delimiter) != Some(p) {
                 return;

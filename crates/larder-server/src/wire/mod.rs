@@ -210,7 +210,7 @@ impl Conversation {
         if let Some(sub) = &self.stream {
             return Some(track::stream_step(sub, buf, out));
         }
-        if cx.srv.auth.is_some() {
+        if cx.srv.access().credentials.is_some() {
             return Some(gate::step(cx, buf, &mut self.auth, out));
         }
         None
@@ -218,7 +218,7 @@ impl Conversation {
 
     /// memcached's choice: by the flag, or under `-B auto` by the first byte.
     fn decide(&self, cx: &Ctx<'_>, buf: &[u8]) -> Wire {
-        match cx.srv.settings.protocol {
+        match cx.srv.settings().protocol {
             Protocol::Ascii => Wire::Text,
             Protocol::Binary => Wire::Binary,
             Protocol::Auto if buf.first().is_some_and(|&b| larder_proto::binary::is_binary(b)) => Wire::Binary,

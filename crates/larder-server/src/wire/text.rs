@@ -26,7 +26,7 @@ pub fn step(conv: &mut Conversation, cx: &mut Ctx<'_>, input: Input<'_>, out: &m
     // The request goes from the parser's result straight to its executor:
     // it is a few hundred bytes (a meta request carries its decoded key),
     // and every extra hop through another enum is a copy per request.
-    let (request, consumed) = match text::parse_input(input, &cx.srv.limits) {
+    let (request, consumed) = match text::parse_input(input, &cx.srv.conns().limits) {
         Parsed::Request { request, consumed } => (request, consumed),
         refused => {
             let step = refuse(cx, refused, out);
@@ -220,7 +220,7 @@ fn execute(cx: &mut Ctx<'_>, req: Request<'_>, out: &mut Output, resume: usize) 
             let answer = match command {
                 AdminCommand::Slabs => tuning::slabs(args),
                 AdminCommand::Lru => tuning::lru(args),
-                AdminCommand::LruCrawler => tuning::lru_crawler(args, cx.srv.settings.lru_crawler),
+                AdminCommand::LruCrawler => tuning::lru_crawler(args, cx.srv.settings().lru_crawler),
                 // `track` over UDP: a stream needs a connection.
                 AdminCommand::Watch | AdminCommand::Extstore | AdminCommand::RefreshCerts | AdminCommand::Track => Some("ERROR"),
             };
@@ -312,7 +312,7 @@ fn refuse(cx: &mut Ctx<'_>, parsed: Parsed<'_>, out: &mut Output) -> Step {
         Parsed::Incomplete { needed } => Step::Wait(needed),
         Parsed::Error { error, consumed, swallow } => {
             // memcached without -A refuses every shutdown line the same way.
-            let error = if error == text::INVALID_SHUTDOWN && !cx.srv.settings.enable_shutdown {
+            let error = if error == text::INVALID_SHUTDOWN && !cx.srv.settings().enable_shutdown {
                 reply::SHUTDOWN_NOT_ENABLED
             } else {
                 error
@@ -346,7 +346,7 @@ fn watch_start(srv: &crate::state::server::Server, args: &[u8], pipelined: bool,
             larder_proto::reply::line(out, line);
         }
     };
-    if !srv.log.enabled() {
+    if !srv.insight().log.enabled() {
         reply(larder_proto::reply::WATCH_NOT_ALLOWED);
         return None;
     }
@@ -358,7 +358,7 @@ fn watch_start(srv: &crate::state::server::Server, args: &[u8], pipelined: bool,
         reply(larder_proto::reply::UNKNOWN);
         return None;
     };
-    match srv.log.reserve(&flags) {
+    match srv.insight().log.reserve(&flags) {
         Ok(r) => Some(r),
         Err(crate::trace::watch::Refused::TooMany) => {
             reply("WATCHER_TOO_MANY log watcher limit reached");

@@ -39,7 +39,7 @@ pub fn command(conv: &Conversation, cx: &mut Ctx<'_>, args: &[u8], consumed: usi
             }
         },
         Ok(TrackCommand::Attach { sid, noloop }) => {
-            match cx.srv.track.attach(sid, noloop) {
+            match cx.srv.tracker().attach(sid, noloop) {
                 Some(att) => {
                     cx.track = Some(att);
                     out.extend_from_slice(reply::OK);
