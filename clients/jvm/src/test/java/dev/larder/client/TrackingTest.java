@@ -114,4 +114,53 @@ class TrackingTest {
             assertEquals("b", s(c.getIfPresent("user:1").join()));
         }
     }
+
+    /** {@link LarderServer#raw} from a loader, which may not throw checked exceptions. */
+    private static String raw(LarderServer a, String cmd, String end) {
+        try {
+            return a.raw(cmd, end);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    /**
+     * The lease race: another process sets the key while our loader runs (deterministically
+     * between the load and the store). The store is gated by the lease's CAS, so the newer
+     * value stays; the loaded one is returned but cached nowhere. A plain ms overwrote it.
+     */
+    @Test
+    void aSetBetweenTheLoadAndTheStoreWinsOverTheLoadedValue() throws Exception {
+        try (LarderServer a = new LarderServer(); LarderClient c = tracked(a)) {
+            byte[] v = c.get("race", k -> {
+                assertEquals("HD\r\n", raw(a, "ms race 5 T60\r\nnewer\r\n", "\r\n"));
+                return b("older");
+            }).join();
+            assertEquals("older", s(v), "the caller gets what it loaded");
+            assertEquals(1, c.metrics().leaseLost());
+            assertEquals("VA 5\r\nnewer\r\n", a.raw("mg race v\r\n", "newer\r\n"));
+            c.syncInvalidations(Duration.ofSeconds(5));
+            assertEquals("newer", s(c.getIfPresent("race").join()));
+            assertEquals("newer", s(c.getIfPresent("race").join()), "now from the near cache");
+
+            // the same when we stopped waiting for an absent winner (Z) and loaded ourselves
+            String won = a.raw("mg late v c t N30\r\n", "\r\n\r\n");
+            String cas = java.util.Arrays.stream(won.trim().split(" ")).filter(w -> w.startsWith("c"))
+                    .map(w -> w.substring(1)).findFirst().orElseThrow(() -> new AssertionError(won));
+            try (LarderClient c2 = LarderClient.builder().servers(a.addr()).leaseWait(Duration.ofMillis(100)).build()) {
+                byte[] mine = c2.get("late", k -> {
+                    assertEquals("HD\r\n", raw(a, "ms late 6 T60 C" + cas + "\r\ntheirs\r\n", "\r\n"));
+                    return b("mine");
+                }).join();
+                assertEquals("mine", s(mine));
+                assertEquals(1, c2.metrics().leaseLost());
+                assertEquals("VA 6\r\ntheirs\r\n", a.raw("mg late v\r\n", "theirs\r\n"));
+
+                // no race: the loaded value is stored
+                c2.get("calm", k -> b("loaded")).join();
+                assertEquals(1, c2.metrics().leaseLost());
+                assertEquals("VA 6\r\nloaded\r\n", a.raw("mg calm v\r\n", "loaded\r\n"));
+            }
+        }
+    }
 }
