@@ -1,42 +1,20 @@
 package dev.larder.client;
 
+import static dev.larder.client.TrackFixture.b;
+import static dev.larder.client.TrackFixture.eventually;
+import static dev.larder.client.TrackFixture.s;
+import static dev.larder.client.TrackFixture.trackedClient;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 
 /** The invalidation stream end to end, against a real larder. */
 class TrackingTest {
-    private static byte[] b(String s) {
-        return s.getBytes(StandardCharsets.UTF_8);
-    }
-
-    private static String s(byte[] b) {
-        return b == null ? null : new String(b, StandardCharsets.UTF_8);
-    }
-
-    private static void eventually(BooleanSupplier f, String what) throws InterruptedException {
-        long deadline = System.nanoTime() + 5_000_000_000L;
-        while (!f.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("timed out waiting for " + what);
-            }
-            Thread.sleep(10);
-        }
-    }
-
     private static LarderClient tracked(LarderServer... servers) throws InterruptedException {
-        LarderClient.Builder b = LarderClient.builder().nearCacheMaxBytes(1 << 20);
-        for (LarderServer s : servers) {
-            b.servers(s.addr());
-        }
-        LarderClient c = b.build();
-        eventually(c::streamsUp, "streams subscribed");
-        return c;
+        return trackedClient(java.util.Arrays.stream(servers).map(LarderServer::addr).toArray(String[]::new));
     }
 
     @Test
