@@ -49,7 +49,10 @@
 //!   `-o track_table_mb` and evicts its oldest entries (queuing `IV` for
 //!   each) to take a new one.
 //! * Each subscriber's queue ([`queue`]) holds at most `-o
-//!   track_stream_kb` of pushes; on overflow it is cleared, one `LOST` is
+//!   track_stream_kb` of pushes, and all queues together at most what the
+//!   connection budget (`-o read_buf_mem_limit`) has free: their buffers
+//!   are charged to it ([`charge`]), and a growth it refuses overflows the
+//!   queue too. On overflow it is cleared, one `LOST` is
 //!   queued, and the subscriber's table entries are dropped (by the call
 //!   that overflowed it, after it has let go of its shard lock); `LOST`
 //!   leaves only after that, so a re-registration after the client's
@@ -70,6 +73,7 @@
 //! unsubscribing take the map's write lock holding nothing else; purges
 //! take shard locks holding nothing else.
 
+pub mod charge;
 pub mod limits;
 pub mod line;
 pub mod queue;
