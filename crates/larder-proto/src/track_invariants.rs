@@ -113,7 +113,7 @@ mod tests {
             data.extend_from_slice(args);
             fuzz_track(&data);
         }
-        for input in [&b"mn\r\nmn\nquit\r\n"[..], b"mn\r\nget k\r\n", b"mn", &vec![b'x'; track::STREAM_LINE_MAX + 1]] {
+        for input in [&b"mn\r\nmn\nquit\r\n"[..], b"mn\r\nget k\r\n", b"mn", &vec![b'x'; track::STREAM_LINE_MAX + 1][..]] {
             check_stream_input(input);
         }
     }

@@ -148,7 +148,7 @@ impl Server {
         let coalescer = crate::stampede::coalesce::Coalescer::new(settings.coalesce.clone(), settings.threads);
         // Subscribers' pending pushes are connection output: charged to the
         // same budget, so their number cannot take memory past it.
-        let queue_memory = crate::track::charge::QueueMemory::charged_to(budget.clone());
+        let queue_memory = crate::track::charge::QueueMemory::charged_to(budget.clone(), budget.limit());
         let track = Arc::new(crate::track::tracker::Tracker::charged(settings.track, Arc::new(queue_memory)));
         Server {
             shutdown,

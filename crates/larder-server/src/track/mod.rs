@@ -49,10 +49,10 @@
 //!   `-o track_table_mb` and evicts its oldest entries (queuing `IV` for
 //!   each) to take a new one.
 //! * Each subscriber's queue ([`queue`]) holds at most `-o
-//!   track_stream_kb` of pushes, and all queues together at most what the
-//!   connection budget (`-o read_buf_mem_limit`) has free: their buffers
-//!   are charged to it ([`charge`]), and a growth it refuses overflows the
-//!   queue too. On overflow it is cleared, one `LOST` is
+//!   track_stream_kb` of pushes, and all queues together at most half the
+//!   connection budget (`-o read_buf_mem_limit`): their buffers are charged
+//!   to it ([`charge`]), and a growth refused there overflows the queue
+//!   too. On overflow it is cleared, one `LOST` is
 //!   queued, and the subscriber's table entries are dropped (by the call
 //!   that overflowed it, after it has let go of its shard lock); `LOST`
 //!   leaves only after that, so a re-registration after the client's

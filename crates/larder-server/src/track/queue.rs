@@ -20,9 +20,10 @@
 //!   drains without allocating. Drained empty, a buffer grown past
 //!   [`RESTING`] is freed, so an idle subscriber holds at most that.
 //! * Every growth is charged to the connection budget ([`QueueMemory`]);
-//!   a push whose growth the budget refuses overflows the queue as a push
-//!   past the bound does, so all subscribers together hold at most what
-//!   the budget has free, however many there are.
+//!   a push whose growth it refuses (past the queues' half of the budget,
+//!   or the budget full) overflows the queue as a push past the bound
+//!   does, so all subscribers together hold at most half the budget,
+//!   however many there are.
 
 use super::charge::QueueMemory;
 use super::line;
@@ -305,9 +306,9 @@ mod tests {
     #[test]
     fn a_growth_the_budget_refuses_overflows_and_every_charge_comes_back() {
         use crate::connmem::budget::ConnBudget;
-        let budget = Arc::new(ConnBudget::new(1024));
-        let memory = Arc::new(QueueMemory::charged_to(budget.clone()));
-        // Two queues, each allowed 64 KiB, share a 1 KiB budget.
+        let budget = Arc::new(ConnBudget::new(2048));
+        let memory = Arc::new(QueueMemory::charged_to(budget.clone(), 2048));
+        // Two queues, each allowed 64 KiB, share 1 KiB (half a 2 KiB budget).
         let mut a = Queue::charged(64 << 10, memory.clone());
         let mut b = Queue::charged(64 << 10, memory.clone());
         let mut queued = 0;
