@@ -84,6 +84,11 @@ pub mod table;
 pub mod tracker;
 
 pub use limits::{parse_stream_kb, parse_table_mb, Limits};
+
+/// A stream connection's kernel send buffer (`net::stream::Stream::
+/// cap_send_buffer`): what a subscriber that never reads holds in the
+/// kernel, beside its queue. Ample for one that reads.
+pub const STREAM_SNDBUF: usize = 64 << 10;
 pub use stats::TrackStats;
 pub use subscriber::{Attachment, Mode, Subscriber, Wake};
 pub use tracker::{ReadSnap, Tracker, SHARDS};
