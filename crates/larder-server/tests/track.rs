@@ -210,7 +210,7 @@ fn many_subscribers_that_never_read_stay_within_the_connection_budget() {
     // first buffer of 256 bytes).
     let queue_bound = bound / 2 + SUBS as u64 * 512;
     println!(
-        "track many hostile: {SUBS} subscribers, rss +{:.1} MiB (bound {} MiB budget + {:.1} MiB resting buffers + 16 MiB slack), queues {:.1} MiB, track_lost {}",
+        "track many hostile: {SUBS} subscribers, rss +{:.1} MiB (bound {} MiB budget + {:.1} MiB resting buffers + 24 MiB slack), queues {:.1} MiB, track_lost {}",
         grown as f64 / 1048576.0,
         BUDGET_MB,
         resting as f64 / 1048576.0,
@@ -219,7 +219,10 @@ fn many_subscribers_that_never_read_stay_within_the_connection_budget() {
     );
     assert!(queued <= queue_bound, "queues hold {queued} bytes, their share {queue_bound}");
     assert!(stat("larder_track_lost") >= SUBS as u64, "every subscriber overflowed (by its bound or the budget's)");
-    assert!(grown < bound + resting + (16 << 20), "resident memory grew {grown} bytes");
+    // Slack for the allocator (freed queue buffers it keeps) and the
+    // writer: measured +31 to +36 MiB against a 52.5 MiB line; without the
+    // charge the queues alone reach 100 MiB (+135 MiB measured).
+    assert!(grown < bound + resting + (24 << 20), "resident memory grew {grown} bytes");
     // No silent gap: a subscriber that reads now finds LOST (some had it
     // refused by the budget at their first push, others at their bound).
     for s in streams.iter_mut().step_by(40) {
