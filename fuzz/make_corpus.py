@@ -297,11 +297,29 @@ def snap_script(mode, items, edits):
     return bytes(out)
 
 
+# ---------------------------------------------------------------- track
+
+TRACK_ARGS = [
+    b"stream", b"stream bcast", b"stream bcast user: item:", b"stream  bcast   a b c ",
+    b"stream bcast " + b" ".join(b"p%d" % i for i in range(16)),
+    b"stream bcast " + b" ".join(b"p%d" % i for i in range(17)),
+    b"stream bcast " + b"k" * 250, b"stream bcast " + b"k" * 251, b"stream x",
+    b"attach 7", b"attach 7 noloop", b"attach 18446744073709551615", b"attach 18446744073709551616",
+    b"attach -1", b"attach +1", b"attach 7 loop", b"attach 7 noloop x", b"attach", b"detach", b"detach x",
+    b"", b"\tstream", b"stream\r", b"attach 0x10", b"STREAM",
+]
+
+TRACK_STREAM_INPUT = [
+    b"mn\r\n", b"mn\n", b"mn\r\nmn\r\nquit\r\n", b"quit\n", b"m", b"mn", b"mn\r", b"get k\r\n",
+    b"mn\r\n" + b"x" * 2049, b"x" * 2048, b"MN\r\n", b"mn \r\n", b"\r\n",
+]
+
+
 # ---------------------------------------------------------------- all
 
 def seeds():
     c = {t: {} for t in ["text_parse", "meta_parse", "binary_parse", "udp_frame", "tls_record_open",
-                         "snapshot_load", "authfile", "sasl_step"]}
+                         "snapshot_load", "authfile", "sasl_step", "track_parse"]}
 
     def add(target, name, data):
         c[target][name + "-" + hashlib.sha1(data).hexdigest()[:10]] = data
@@ -402,6 +420,13 @@ def seeds():
     add("sasl_step", "long-mech", BINARY_HAND["sasl-long-mech"] + BINARY_HAND["version"])
     add("sasl_step", "get-unauthenticated", BINARY_HAND["get"])
     add("sasl_step", "auth-twice", auth + auth + BINARY_HAND["sasl-list"] + BINARY_HAND["get"])
+    # track_parse: byte 0 even, the arguments of a `track` line (2: also fed
+    # to the grammar directly); odd, a stream connection's input.
+    for i, args in enumerate(TRACK_ARGS):
+        add("track_parse", f"args-{i:02d}", b"\x00" + args)
+        add("track_parse", f"args-direct-{i:02d}", b"\x02" + args)
+    for i, inp in enumerate(TRACK_STREAM_INPUT):
+        add("track_parse", f"stream-{i:02d}", b"\x01" + inp)
     return c
 
 

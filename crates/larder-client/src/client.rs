@@ -422,9 +422,14 @@ impl Client {
                 }
             };
             self.settle(key, ticket, Some((&v, &flags)));
+            // The lease's CAS gates the store: the stub `W` created (or the
+            // stale item it marked), or, when we give up waiting on a `Z`,
+            // whatever the absent winner left. A write by anyone after this
+            // reply changes it, and our older value then loses.
+            let lease_cas = || flags.cas.ok_or_else(|| Error::Protocol("mg N reply without its CAS (c)".into()));
             if flags.win {
                 inc(&self.metrics.misses);
-                return self.load_and_store(key, ttl, loader);
+                return self.load_and_store(key, ttl, lease_cas()?, loader);
             }
             if !flags.z || flags.stale {
                 // A value (fresh, or stale while someone else refreshes it).
@@ -435,14 +440,21 @@ impl Client {
             // ourselves if it never comes (it may have died).
             if Instant::now() >= deadline {
                 inc(&self.metrics.misses);
-                return self.load_and_store(key, ttl, loader);
+                return self.load_and_store(key, ttl, lease_cas()?, loader);
             }
             std::thread::sleep(pause);
             pause = (pause * 2).min(Duration::from_millis(50));
         }
     }
 
-    fn load_and_store<F, E>(&self, key: &str, ttl: u32, loader: F) -> Result<Value, Error>
+    /// Loads and stores under the lease: `ms ... C<cas>`, so a `set` (or
+    /// delete) by another process between our lease and our store wins over
+    /// the value we loaded before it. On `EX`/`NF` the caller still gets the
+    /// loaded value (it was current when the load began, so returning it is
+    /// no staler than a read that raced that write), but it is stored
+    /// nowhere: not on the server, not in the near cache. Counted in
+    /// `lease_lost`.
+    fn load_and_store<F, E>(&self, key: &str, ttl: u32, cas: u64, loader: F) -> Result<Value, Error>
     where
         F: FnOnce() -> Result<Vec<u8>, E>,
         E: std::fmt::Display,
@@ -450,13 +462,63 @@ impl Client {
         inc(&self.metrics.loads);
         match loader() {
             Ok(v) => {
-                self.set(key, &v, ttl)?;
+                if !self.store_under_lease(key, &v, ttl, cas)? {
+                    inc(&self.metrics.lease_lost);
+                }
                 Ok(v.into())
             }
             Err(e) => {
-                // Give the lease back so another caller can try at once.
-                let _ = self.delete(key);
+                // Give the lease back so another caller can try at once; only
+                // our own stub (same CAS), never a value someone stored meanwhile.
+                let _ = self.delete_if_cas(key, cas);
                 Err(Error::Load(e.to_string()))
+            }
+        }
+    }
+
+    /// `ms key <len> T<ttl> C<cas>`: true if stored, false if the lease was
+    /// lost (`EX`: someone wrote the key; `NF`: it was deleted or expired).
+    fn store_under_lease(&self, key: &str, value: &[u8], ttl: u32, cas: u64) -> Result<bool, Error> {
+        self.local_invalidate(key);
+        let node = self.node(key);
+        let mut c = node.pool.checkout()?;
+        let r = c.run(|conn| {
+            let mut cmd = format!("ms {key} {} T{ttl} C{cas}\r\n", value.len()).into_bytes();
+            cmd.extend_from_slice(value);
+            cmd.extend_from_slice(b"\r\n");
+            conn.send(&cmd)?;
+            conn.reply()
+        });
+        // As in `set`: the near cache never holds the loaded value, only
+        // what a tracked read returns.
+        self.local_invalidate(key);
+        match r? {
+            Reply::Other(Header::Hd(_)) => Ok(true),
+            Reply::Other(Header::Ex | Header::Nf) => Ok(false),
+            Reply::Other(Header::Ns) => Err(Error::NotStored),
+            other => {
+                c.broken = true;
+                Err(Error::Protocol(format!("unexpected reply to ms C: {other:?}")))
+            }
+        }
+    }
+
+    /// `md key C<cas>`: deletes only if the item is still the one with `cas`.
+    fn delete_if_cas(&self, key: &str, cas: u64) -> Result<bool, Error> {
+        self.local_invalidate(key);
+        let node = self.node(key);
+        let mut c = node.pool.checkout()?;
+        let r = c.run(|conn| {
+            conn.send(format!("md {key} C{cas}\r\n").as_bytes())?;
+            conn.reply()
+        });
+        self.local_invalidate(key);
+        match r? {
+            Reply::Other(Header::Hd(_)) => Ok(true),
+            Reply::Other(Header::Nf | Header::Ex) => Ok(false),
+            other => {
+                c.broken = true;
+                Err(Error::Protocol(format!("unexpected reply to md C: {other:?}")))
             }
         }
     }

@@ -1,6 +1,7 @@
 //! The client's counters: near hits, server hits, misses, loads,
 //! invalidations (IV lines applied), flushes (whole near cache dropped),
-//! retries (reads repeated on another connection after a pooled one failed).
+//! retries (reads repeated on another connection after a pooled one failed),
+//! lease_lost (a `get_or_load` whose CAS-gated store lost to another write).
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -13,6 +14,7 @@ pub struct Metrics {
     pub invalidations: AtomicU64,
     pub flushes: AtomicU64,
     pub retries: AtomicU64,
+    pub lease_lost: AtomicU64,
 }
 
 /// A copy of the counters at one moment.
@@ -25,6 +27,7 @@ pub struct MetricsSnapshot {
     pub invalidations: u64,
     pub flushes: u64,
     pub retries: u64,
+    pub lease_lost: u64,
 }
 
 impl Metrics {
@@ -37,6 +40,7 @@ impl Metrics {
             invalidations: self.invalidations.load(Relaxed),
             flushes: self.flushes.load(Relaxed),
             retries: self.retries.load(Relaxed),
+            lease_lost: self.lease_lost.load(Relaxed),
         }
     }
 }

@@ -213,6 +213,56 @@ fn a_z_waiter_gets_the_winners_value_and_a_failed_load_frees_the_lease() {
     assert!(t0.elapsed() < Duration::from_secs(1), "the failed loader gave the lease back");
 }
 
+/// The lease race: another process `set`s the key while our loader runs (the
+/// set lands, deterministically, between the load and the store). The store
+/// is gated by the lease's CAS, so the newer value stays on the server and
+/// the loaded one is returned but cached nowhere. With a plain `ms` the older
+/// loaded value overwrote the newer one.
+#[test]
+fn a_set_between_the_load_and_the_store_wins_over_the_loaded_value() {
+    let nodes = start_nodes(1, &[]);
+    let c = tracked(&nodes, Invalidation::Tracking);
+    let mut other = nodes[0].connect();
+    let v = c
+        .get_or_load("race", 60, || {
+            other.expect(b"ms race 5 T60\r\nnewer\r\n", b"HD\r\n");
+            Ok::<_, String>(b"older".to_vec())
+        })
+        .unwrap();
+    assert_eq!(&v[..], b"older", "the caller gets what it loaded");
+    assert_eq!(c.metrics().lease_lost, 1);
+    let mut check = nodes[0].connect();
+    check.expect(b"mg race v\r\n", b"VA 5\r\nnewer\r\n");
+    // and the near cache holds no copy of the loaded value
+    c.sync_invalidations(Duration::from_secs(5)).unwrap();
+    assert_eq!(c.get("race").unwrap().as_deref(), Some(&b"newer"[..]));
+    assert_eq!(c.get("race").unwrap().as_deref(), Some(&b"newer"[..]), "now from the near cache");
+
+    // the same when we stopped waiting for an absent winner (`Z`) and loaded
+    // ourselves: the winner's late store lands during our load
+    let mut winner = nodes[0].connect();
+    let won = winner.roundtrip(b"mg late v c t N30\r\n", b"\r\n\r\n");
+    let won = String::from_utf8_lossy(&won).to_string();
+    let cas = won.split(' ').find_map(|w| w.strip_prefix('c')).unwrap_or_else(|| panic!("{won}"));
+    let mut cfg = Config::new(addrs(&nodes));
+    cfg.lease_wait = Duration::from_millis(100);
+    let c2 = Client::new(cfg).unwrap();
+    let v = c2
+        .get_or_load("late", 60, || {
+            winner.expect(format!("ms late 6 T60 C{cas}\r\ntheirs\r\n").as_bytes(), b"HD\r\n");
+            Ok::<_, String>(b"mine".to_vec())
+        })
+        .unwrap();
+    assert_eq!(&v[..], b"mine");
+    assert_eq!(c2.metrics().lease_lost, 1);
+    check.expect(b"mg late v\r\n", b"VA 6\r\ntheirs\r\n");
+
+    // no race: the loaded value is stored
+    c2.get_or_load("calm", 60, || Ok::<_, String>(b"loaded".to_vec())).unwrap();
+    assert_eq!(c2.metrics().lease_lost, 1);
+    check.expect(b"mg calm v\r\n", b"VA 6\r\nloaded\r\n");
+}
+
 #[test]
 fn near_cache_ttl_is_capped_by_the_server_and_the_maximum() {
     let nodes = start_nodes(1, &[]);

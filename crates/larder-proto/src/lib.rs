@@ -34,6 +34,8 @@ pub mod track;
 pub mod encode;
 #[doc(hidden)]
 pub mod invariants;
+#[doc(hidden)]
+pub mod track_invariants;
 
 pub use meta::{MetaCommand, MetaFlags, MetaRequest};
 pub use text::{parse, AdminCommand, Keys, Limits, Parsed, Request, StoreCommand};

@@ -167,6 +167,89 @@ fn a_subscriber_that_never_reads_stays_within_its_bounds() {
     assert!(got.ends_with("LOST\r\nMN\r\n"), "ends {:?}", &got[got.len().saturating_sub(40)..]);
 }
 
+#[test]
+fn many_subscribers_that_never_read_stay_within_the_connection_budget() {
+    // Each queue may hold 256 KiB, and 400 subscribers could hold 100 MiB
+    // between them; their queues are charged to the 16 MiB connection
+    // budget and take at most half of it (the process holds at most the
+    // budget more, plus each connection's resting buffers, outside the
+    // budget as for any busy connection).
+    const SUBS: usize = 400;
+    const BUDGET_MB: usize = 16;
+    let budget_opt = format!("read_buf_mem_limit={BUDGET_MB}");
+    let l = Larder::start(&["-t", "2", "-m", "64", "-c", "1024", "-o", budget_opt.as_str(), "-o", "track_stream_kb=256"]);
+    let mut streams = Vec::new();
+    for _ in 0..SUBS {
+        // A small window: the kernel absorbs little, the server's queue the rest.
+        let mut s = small_window(l.port, 4096);
+        std::io::Write::write_all(&mut s, b"track stream bcast\r\n").unwrap();
+        let mut ok = [0u8; 32];
+        let n = s.read(&mut ok).unwrap();
+        assert!(ok[..n].starts_with(b"OK "), "{:?}", String::from_utf8_lossy(&ok[..n]));
+        streams.push(s);
+    }
+    let mut writer = l.connect();
+    let before = l.rss_bytes();
+    // 5,000 writes of 50 keys of ~200 bytes: ~1 MiB of IV lines for every
+    // subscriber, far past its bound; the store itself stays small.
+    let pad = "k".repeat(200);
+    for start in (0..5000).step_by(500) {
+        let sets: String = (start..start + 500).map(|i| format!("set hostile:{pad}:{:02} 0 0 1 noreply\r\nx\r\n", i % 50)).collect();
+        writer.send(sets.as_bytes());
+        writer.expect(b"mn\r\n", b"MN\r\n");
+    }
+    let grown = l.rss_bytes().saturating_sub(before);
+    let stats = String::from_utf8(writer.roundtrip(b"stats larder\r\n", b"END\r\n")).unwrap();
+    let stat = |name: &str| -> u64 {
+        stats.lines().find_map(|l| l.strip_prefix(&format!("STAT {name} "))).map(|v| v.trim().parse().unwrap()).unwrap_or_else(|| panic!("no {name}"))
+    };
+    let queued = stat("larder_track_queue_bytes");
+    let resting = SUBS as u64 * 2 * 16 * 1024;
+    let bound = (BUDGET_MB as u64) << 20;
+    // A queue the share refused still takes its LOST line unasked (a
+    // first buffer of 256 bytes).
+    let queue_bound = bound / 2 + SUBS as u64 * 512;
+    println!(
+        "track many hostile: {SUBS} subscribers, rss +{:.1} MiB (bound {} MiB budget + {:.1} MiB resting buffers + 24 MiB slack), queues {:.1} MiB, track_lost {}",
+        grown as f64 / 1048576.0,
+        BUDGET_MB,
+        resting as f64 / 1048576.0,
+        queued as f64 / 1048576.0,
+        stat("larder_track_lost")
+    );
+    assert!(queued <= queue_bound, "queues hold {queued} bytes, their share {queue_bound}");
+    assert!(stat("larder_track_lost") >= SUBS as u64, "every subscriber overflowed (by its bound or the budget's)");
+    // Slack for the allocator (freed queue buffers it keeps) and the
+    // writer: measured +31 to +36 MiB against a 52.5 MiB line; without the
+    // charge the queues alone reach 100 MiB (+135 MiB measured).
+    assert!(grown < bound + resting + (24 << 20), "resident memory grew {grown} bytes");
+    // No silent gap: a subscriber that reads now finds LOST (some had it
+    // refused by the budget at their first push, others at their bound).
+    for s in streams.iter_mut().step_by(40) {
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        std::io::Write::write_all(s, b"mn\r\n").unwrap();
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 65536];
+        while !got.ends_with(b"MN\r\n") {
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            }
+        }
+        assert!(got.windows(6).any(|w| w == b"LOST\r\n"), "no LOST in {} bytes", got.len());
+        assert!(got.ends_with(b"MN\r\n"), "the barrier answered");
+    }
+    // Closed subscribers give their queues' memory back.
+    drop(streams);
+    assert!(
+        larder_testkit::eventually(Duration::from_secs(10), || {
+            let s = String::from_utf8(writer.roundtrip(b"stats larder\r\n", b"END\r\n")).unwrap();
+            s.contains("STAT larder_track_queue_bytes 0\r\n")
+        }),
+        "queue bytes back to 0"
+    );
+}
+
 /// A TCP connection to `port` whose receive buffer is `rcvbuf` bytes, set
 /// before connecting (so the window it advertises is small from the start).
 fn small_window(port: u16, rcvbuf: i32) -> std::net::TcpStream {

@@ -830,6 +830,11 @@ impl Session {
                     Arc::new(SessionWake::new(inbox.clone(), *token)) as Arc<dyn crate::track::subscriber::Wake>
                 });
                 let sub = srv.tracker().subscribe(mode, waker);
+                // The stream's pending pushes wait in its bounded queue,
+                // charged to the connection budget; without this the kernel
+                // would hold up to 4 MiB more per subscriber that never reads.
+                // A failure leaves the kernel's default: nothing to refuse.
+                let _ = self.stream.cap_send_buffer(crate::track::STREAM_SNDBUF);
                 self.talk.become_stream(sub, &mut self.out.buf);
                 true
             }

@@ -16,7 +16,9 @@
 //! `-m` + busy connections × 2 × `BUF_SIZE` + the workers' pools
 //! (`connmem::pool::KEEP` × 2 × `BUF_SIZE` each) + this budget, whatever clients send
 //! or fail to read. Grown buffers kept for reuse (`connmem::shelf`) are
-//! charged here too, and given up before anything is refused.
+//! charged here too, and given up before anything is refused; so are the
+//! near-cache subscribers' push queues (`track::charge`), whose number is
+//! otherwise bounded only by `-c`.
 //!
 //! Its counters and the shelf's lock come from `sync`: the loom
 //! model `tests/loom_budget.rs` checks, over every interleaving of sessions

@@ -116,5 +116,61 @@ impl Stream {
             Stream::Tls(t) => { let s = t.socket(); s.deregister(registry) }
         }
     }
+
+    /// Fix the kernel's send buffer of this connection at `bytes` (Linux
+    /// doubles the figure for its bookkeeping), turning off its automatic
+    /// growth (up to `net.ipv4.tcp_wmem`'s maximum, 4 MiB by default).
+    /// For connections whose pending output the server bounds itself (a
+    /// near-cache stream): a peer that never reads then holds a little
+    /// kernel memory, and the rest waits in the server's bounded, charged
+    /// queue instead.
+    pub fn cap_send_buffer(&self, bytes: usize) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let fd = match self {
+            Stream::Tcp(s) => s.as_raw_fd(),
+            Stream::Unix(s) => s.as_raw_fd(),
+            Stream::Tls(t) => t.tcp().as_raw_fd(),
+        };
+        let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+        // SAFETY: `fd` is this stream's socket, open while `self` is
+        // borrowed; the option value points at a live c_int on the stack
+        // and its exact size is passed; the call reads nothing else.
+        let r = unsafe {
+            libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, &v as *const libc::c_int as *const libc::c_void, std::mem::size_of::<libc::c_int>() as libc::socklen_t)
+        };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sndbuf(s: &TcpStream) -> libc::c_int {
+        use std::os::fd::AsRawFd;
+        let mut v: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: an open socket, a live c_int and its size as the buffer.
+        let r = unsafe { libc::getsockopt(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_SNDBUF, &mut v as *mut libc::c_int as *mut libc::c_void, &mut len) };
+        assert_eq!(r, 0);
+        v
+    }
+
+    #[test]
+    fn caps_the_kernel_send_buffer() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        let stream = Stream::Tcp(TcpStream::from_std(server));
+        stream.cap_send_buffer(64 << 10).unwrap();
+        let Stream::Tcp(s) = &stream else { unreachable!() };
+        // Linux reports twice what was set.
+        assert_eq!(sndbuf(s), 2 * (64 << 10));
+        drop(client);
+    }
 }
 

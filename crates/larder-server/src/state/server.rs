@@ -192,7 +192,10 @@ impl Server {
         let budget = Arc::new(budget);
         store.set_pin_spill(budget.clone());
         let coalescer = crate::stampede::coalesce::Coalescer::new(settings.coalesce.clone(), settings.threads);
-        let tracker = Arc::new(crate::track::tracker::Tracker::new(settings.track));
+        // Subscribers' pending pushes are connection output: charged to the
+        // same budget, so their number cannot take memory past it.
+        let queue_memory = crate::track::charge::QueueMemory::charged_to(budget.clone(), budget.limit());
+        let tracker = Arc::new(crate::track::tracker::Tracker::charged(settings.track, Arc::new(queue_memory)));
         Server {
             verbosity: AtomicU32::new(settings.verbose),
             counters: ServerStats::new(settings.threads),

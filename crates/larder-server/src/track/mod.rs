@@ -49,7 +49,10 @@
 //!   `-o track_table_mb` and evicts its oldest entries (queuing `IV` for
 //!   each) to take a new one.
 //! * Each subscriber's queue ([`queue`]) holds at most `-o
-//!   track_stream_kb` of pushes; on overflow it is cleared, one `LOST` is
+//!   track_stream_kb` of pushes, and all queues together at most half the
+//!   connection budget (`-o read_buf_mem_limit`): their buffers are charged
+//!   to it ([`charge`]), and a growth refused there overflows the queue
+//!   too. On overflow it is cleared, one `LOST` is
 //!   queued, and the subscriber's table entries are dropped (by the call
 //!   that overflowed it, after it has let go of its shard lock); `LOST`
 //!   leaves only after that, so a re-registration after the client's
@@ -70,6 +73,7 @@
 //! unsubscribing take the map's write lock holding nothing else; purges
 //! take shard locks holding nothing else.
 
+pub mod charge;
 pub mod limits;
 pub mod line;
 pub mod queue;
@@ -80,6 +84,11 @@ pub mod table;
 pub mod tracker;
 
 pub use limits::{parse_stream_kb, parse_table_mb, Limits};
+
+/// A stream connection's kernel send buffer (`net::stream::Stream::
+/// cap_send_buffer`): what a subscriber that never reads holds in the
+/// kernel, beside its queue. Ample for one that reads.
+pub const STREAM_SNDBUF: usize = 64 << 10;
 pub use stats::TrackStats;
 pub use subscriber::{Attachment, Mode, Subscriber, Wake};
 pub use tracker::{ReadSnap, Tracker, SHARDS};

@@ -16,10 +16,18 @@
 //!   while the client caches it).
 //! * The buffer grows on demand up to the bound plus a little slack for
 //!   `LOST`/`MN` (never to twice the bound as plain `Vec` doubling would)
-//!   and then keeps its capacity: the steady path appends and drains
-//!   without allocating.
+//!   and keeps its capacity while pushes wait: the steady path appends and
+//!   drains without allocating. Drained empty, a buffer grown past
+//!   [`RESTING`] is freed, so an idle subscriber holds at most that.
+//! * Every growth is charged to the connection budget ([`QueueMemory`]);
+//!   a push whose growth it refuses (past the queues' half of the budget,
+//!   or the budget full) overflows the queue as a push past the bound
+//!   does, so all subscribers together hold at most half the budget,
+//!   however many there are.
 
+use super::charge::QueueMemory;
 use super::line;
+use std::sync::Arc;
 
 /// What became of a push.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,9 +43,21 @@ pub enum Pushed {
 /// Room kept past the bound for `LOST` and the `MN` lines after it.
 const SLACK: usize = 64;
 
+/// A buffer drained empty keeps at most this capacity (a subscriber that
+/// keeps up never frees and regrows; one that fell behind gives its burst's
+/// memory back).
+pub const RESTING: usize = 4096;
+
 pub struct Queue {
     buf: Vec<u8>,
     bound: usize,
+    /// Where the buffer's capacity is counted and charged; `charged` is
+    /// what this queue has charged (its buffer's capacity).
+    memory: Arc<QueueMemory>,
+    charged: usize,
+    /// The subscriber is gone: its memory is given back and nothing more
+    /// is queued.
+    closed: bool,
     /// `LOST` is queued and not yet handed out.
     lost: bool,
     /// The table entries of this subscriber are dropped since the last
@@ -46,8 +66,14 @@ pub struct Queue {
 }
 
 impl Queue {
+    /// A queue whose memory is counted but charged to no budget (tests).
     pub fn new(bound: usize) -> Queue {
-        Queue { buf: Vec::new(), bound, lost: false, purged: true }
+        Queue::charged(bound, Arc::default())
+    }
+
+    /// A queue whose buffer is charged to `memory`.
+    pub fn charged(bound: usize, memory: Arc<QueueMemory>) -> Queue {
+        Queue { buf: Vec::new(), bound, memory, charged: 0, closed: false, lost: false, purged: true }
     }
 
     /// Bytes waiting.
@@ -70,39 +96,70 @@ impl Queue {
     }
 
     /// Make room for `n` more bytes without growing past bound + slack.
-    fn reserve(&mut self, n: usize) {
+    /// The growth is charged first; `must`: whatever the budget says (the
+    /// bytes answer a request or report a loss), else false if it refuses
+    /// (nothing grown).
+    fn reserve(&mut self, n: usize, must: bool) -> bool {
         let need = self.buf.len() + n;
-        if need > self.buf.capacity() {
-            let want = (self.buf.capacity() * 2).max(need).max(256).min(self.bound + SLACK).max(need);
-            self.buf.reserve_exact(want - self.buf.len());
+        if need <= self.buf.capacity() {
+            return true;
         }
+        let want = (self.buf.capacity() * 2).max(need).max(256).min(self.bound + SLACK).max(need);
+        let extra = want - self.charged;
+        if must {
+            self.memory.grow(extra);
+        } else if !self.memory.try_grow(extra) {
+            return false;
+        }
+        self.charged = want;
+        self.buf.reserve_exact(want - self.buf.len());
+        self.settle();
+        true
+    }
+
+    /// Make the charge match the buffer's capacity (an allocator may give
+    /// more than asked; shrinking gives less).
+    fn settle(&mut self) {
+        let cap = self.buf.capacity();
+        if cap > self.charged {
+            self.memory.grow(cap - self.charged);
+        } else if cap < self.charged {
+            self.memory.shrink(self.charged - cap);
+        }
+        self.charged = cap;
+    }
+
+    /// The subscriber is gone: free the buffer, give its charge back, and
+    /// drop whatever a writer that still holds it pushes later.
+    pub fn close(&mut self) {
+        self.closed = true;
+        self.buf = Vec::new();
+        self.settle();
     }
 
     /// Queue `IV key`.
     pub fn push_iv(&mut self, key: &[u8]) -> Pushed {
-        if self.lost {
+        if self.lost || self.closed {
             return Pushed::Dropped;
         }
         let n = line::iv_len(key);
-        if self.buf.len() + n > self.bound {
+        if self.buf.len() + n > self.bound || !self.reserve(n, false) {
             self.overflow();
             return Pushed::Overflowed;
         }
-        self.reserve(n);
         line::push_iv(&mut self.buf, key);
         Pushed::Queued
     }
 
     /// Queue `IA`.
     pub fn push_ia(&mut self) -> Pushed {
-        if self.lost {
+        if self.lost || self.closed {
             return Pushed::Dropped;
         }
-        if self.buf.len() + line::IA.len() > self.bound {
+        if self.buf.len() + line::IA.len() > self.bound || !self.reserve(line::IA.len(), false) {
             self.overflow();
             return Pushed::Overflowed;
         }
-        self.reserve(line::IA.len());
         self.buf.extend_from_slice(line::IA);
         Pushed::Queued
     }
@@ -113,7 +170,10 @@ impl Queue {
     /// data connection does while its replies are unread, so `mn`s cannot
     /// pile up.
     pub fn push_mn(&mut self) {
-        self.reserve(line::MN.len());
+        if self.closed {
+            return;
+        }
+        self.reserve(line::MN.len(), true);
         self.buf.extend_from_slice(line::MN);
     }
 
@@ -126,6 +186,9 @@ impl Queue {
             at += n;
         }
         self.buf.clear();
+        // Usually within the capacity just cleared; a queue the budget
+        // refused its first bytes takes these few unasked.
+        self.reserve(line::LOST.len() + mns * line::MN.len(), true);
         self.buf.extend_from_slice(line::LOST);
         for _ in 0..mns {
             self.buf.extend_from_slice(line::MN);
@@ -162,9 +225,19 @@ impl Queue {
         };
         out.extend_from_slice(&self.buf[..n]);
         self.buf.drain(..n);
+        if self.buf.is_empty() && self.buf.capacity() > RESTING {
+            self.buf.shrink_to(RESTING);
+            self.settle();
+        }
         // After an overflow `LOST` is the first line: it has left.
         self.lost = false;
         n
+    }
+}
+
+impl Drop for Queue {
+    fn drop(&mut self) {
+        self.close();
     }
 }
 
@@ -228,5 +301,33 @@ mod tests {
             assert!(q.len() <= 10_000 + SLACK);
         }
         assert!(q.capacity() <= 10_000 + SLACK, "capacity {}", q.capacity());
+    }
+
+    #[test]
+    fn a_growth_the_budget_refuses_overflows_and_every_charge_comes_back() {
+        use crate::connmem::budget::ConnBudget;
+        let budget = Arc::new(ConnBudget::new(2048));
+        let memory = Arc::new(QueueMemory::charged_to(budget.clone(), 2048));
+        // Two queues, each allowed 64 KiB, share 1 KiB (half a 2 KiB budget).
+        let mut a = Queue::charged(64 << 10, memory.clone());
+        let mut b = Queue::charged(64 << 10, memory.clone());
+        let mut queued = 0;
+        while a.push_iv(b"some:key:of:moderate:length") == Pushed::Queued {
+            queued += 1;
+        }
+        assert!(queued > 10 && a.lost(), "a grew until the budget refused ({queued} queued)");
+        assert!(budget.used() <= 1024 + SLACK, "budget used {}", budget.used());
+        assert_eq!(b.push_iv(b"k"), Pushed::Overflowed, "nothing left for b");
+        assert_eq!(memory.bytes(), a.capacity() + b.capacity());
+        assert_eq!(memory.bytes(), budget.used());
+        // Drained, a gives back what it grew past the resting size.
+        a.set_purged();
+        assert_eq!(drained(&mut a), b"LOST\r\n");
+        assert!(a.capacity() <= RESTING);
+        assert_eq!(memory.bytes(), a.capacity() + b.capacity());
+        b.close();
+        assert_eq!(b.push_iv(b"k"), Pushed::Dropped, "closed");
+        drop(a);
+        assert_eq!((memory.bytes(), budget.used()), (0, 0));
     }
 }

@@ -39,11 +39,14 @@ pub struct TrackStats {
     pub track_lost: u64,
     /// `IA` lines queued.
     pub track_flushes: u64,
+    /// Bytes the subscribers' queues hold now, charged to the connection
+    /// budget (gauge).
+    pub track_queue_bytes: u64,
 }
 
 impl TrackStats {
     /// `(name, value)` in the order `stats` prints them.
-    pub fn pairs(&self) -> [(&'static str, u64); 9] {
+    pub fn pairs(&self) -> [(&'static str, u64); 10] {
         [
             ("larder_track_subscribers", self.track_subscribers),
             ("larder_track_keys", self.track_keys),
@@ -54,6 +57,7 @@ impl TrackStats {
             ("larder_track_evictions", self.track_evictions),
             ("larder_track_lost", self.track_lost),
             ("larder_track_flushes", self.track_flushes),
+            ("larder_track_queue_bytes", self.track_queue_bytes),
         ]
     }
 }
@@ -70,6 +74,7 @@ impl Counters {
             track_evictions: self.evictions.load(Relaxed),
             track_lost: self.lost.load(Relaxed),
             track_flushes: self.flushes.load(Relaxed),
+            track_queue_bytes: 0,
         }
     }
 }

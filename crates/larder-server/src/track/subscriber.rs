@@ -3,6 +3,7 @@
 //! the queue, answers `mn`, unsubscribes on drop) and the handle a data
 //! connection holds after `track attach` ([`Attachment`]).
 
+use super::charge::QueueMemory;
 use super::queue::Queue;
 use super::sync::{lock, AtomicBool, Mutex};
 use super::tracker::Tracker;
@@ -73,14 +74,14 @@ pub struct Sub {
 }
 
 impl Sub {
-    pub(super) fn new(sid: u64, mode: Mode, stream_bytes: usize, waker: Option<Arc<dyn Wake>>) -> Sub {
+    pub(super) fn new(sid: u64, mode: Mode, stream_bytes: usize, memory: Arc<QueueMemory>, waker: Option<Arc<dyn Wake>>) -> Sub {
         Sub {
             sid,
             mode,
             alive: AtomicBool::new(true),
             lost: AtomicBool::new(false),
             needs_purge: AtomicBool::new(false),
-            queue: Mutex::new(Queue::new(stream_bytes)),
+            queue: Mutex::new(Queue::charged(stream_bytes, memory)),
             ready: AtomicBool::new(false),
             waker,
         }

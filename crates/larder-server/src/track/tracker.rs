@@ -2,6 +2,7 @@
 //! write generations that close the read/write race (module docs of
 //! `track`). Shared by every worker; the server will own one.
 
+use super::charge::QueueMemory;
 use super::limits::Limits;
 use super::queue::{Pushed, Queue};
 use super::stats::{self, Counters, TrackStats};
@@ -66,6 +67,8 @@ pub struct Tracker {
     /// Subscribers whose overflow waits for its table entries to go.
     purges: AtomicUsize,
     limits: Limits,
+    /// The subscribers' queues' bytes, charged to the connection budget.
+    queue_memory: Arc<QueueMemory>,
     counters: Counters,
     /// Calls that went past the fast path (tests: none without
     /// subscribers).
@@ -74,7 +77,14 @@ pub struct Tracker {
 }
 
 impl Tracker {
+    /// A tracker whose queues are counted but charged to no budget (tests).
     pub fn new(limits: Limits) -> Tracker {
+        Tracker::charged(limits, Arc::default())
+    }
+
+    /// A tracker whose subscribers' queues are charged to `memory`
+    /// (the server's: [`QueueMemory::charged_to`] its connection budget).
+    pub fn charged(limits: Limits, queue_memory: Arc<QueueMemory>) -> Tracker {
         let per_shard = limits.table_bytes / SHARDS;
         Tracker {
             active: AtomicUsize::new(0),
@@ -88,6 +98,7 @@ impl Tracker {
             next_sid: AtomicU64::new(0),
             purges: AtomicUsize::new(0),
             limits,
+            queue_memory,
             counters: Counters::default(),
             #[cfg(test)]
             slow_calls: Default::default(),
@@ -100,7 +111,9 @@ impl Tracker {
 
     /// `stats` figures.
     pub fn stats(&self) -> TrackStats {
-        self.counters.snapshot(self.limits.table_bytes)
+        let mut s = self.counters.snapshot(self.limits.table_bytes);
+        s.track_queue_bytes = self.queue_memory.bytes() as u64;
+        s
     }
 
     #[cfg(test)]
@@ -118,7 +131,7 @@ impl Tracker {
     /// `waker` when it has output. Its sid is never reused.
     pub fn subscribe(self: &Arc<Self>, mode: Mode, waker: Option<Arc<dyn Wake>>) -> Subscriber {
         let sid = self.next_sid.fetch_add(1, Relaxed) + 1;
-        let sub = Arc::new(Sub::new(sid, mode, self.limits.stream_bytes, waker));
+        let sub = Arc::new(Sub::new(sid, mode, self.limits.stream_bytes, self.queue_memory.clone(), waker));
         self.subs.write().unwrap_or_else(|e| e.into_inner()).insert(sid, sub.clone());
         if sub.tracking() {
             self.tracking.fetch_add(1, Relaxed);
@@ -143,6 +156,9 @@ impl Tracker {
             self.bcast_n.fetch_sub(1, Relaxed);
         }
         stats::sub(&self.counters.subscribers, 1);
+        // Its queue's memory goes back to the budget now, not when the
+        // last attachment lets go of the subscriber.
+        lock(&sub.queue).close();
         if sub.needs_purge.swap(false, AcqRel) {
             self.purges.fetch_sub(1, Relaxed);
         }

@@ -228,11 +228,11 @@ public final class LarderClient implements AutoCloseable {
                 throw new Reply.ProtocolException("mg N answered a miss");
             }
             if (fl.win()) {
-                loadAndStore(key, loader, mine);
+                loadAndStore(key, loader, mine, leaseCas(fl));
             } else if (!fl.z() || fl.stale()) {
                 done(key, mine, f.value(), null);
             } else if (System.nanoTime() - deadline >= 0) {
-                loadAndStore(key, loader, mine); // the winner never stored: load ourselves
+                loadAndStore(key, loader, mine, leaseCas(fl)); // the winner never stored: load ourselves
             } else {
                 Executor later = CompletableFuture.delayedExecutor(pauseMillis, TimeUnit.MILLISECONDS, io);
                 later.execute(() -> leaseAttempt(key, loader, mine, deadline, Math.min(pauseMillis * 2, 50)));
@@ -240,6 +240,18 @@ public final class LarderClient implements AutoCloseable {
         } catch (Throwable e) {
             done(key, mine, null, e);
         }
+    }
+
+    /**
+     * The CAS that gates the store after a load: the stub a {@code W} created (or the stale item
+     * it marked), or, when we give up on a {@code Z}, whatever the absent winner left. Any write
+     * after this reply changes it, and our older loaded value then loses.
+     */
+    private static long leaseCas(Reply.Flags fl) throws Reply.ProtocolException {
+        if (fl.cas() == 0) {
+            throw new Reply.ProtocolException("mg N reply without its CAS (c)");
+        }
+        return fl.cas();
     }
 
     /** Ends a flight: out of the table first, so a caller woken by the result starts a new one. */
@@ -252,7 +264,15 @@ public final class LarderClient implements AutoCloseable {
         }
     }
 
-    private void loadAndStore(String key, BiFunction<String, Executor, CompletableFuture<byte[]>> loader, CompletableFuture<byte[]> mine) {
+    /**
+     * Loads and stores under the lease ({@code ms ... C<cas>}), so a set or delete by another
+     * process between the lease and the store wins over the value loaded before it. On
+     * {@code EX}/{@code NF} the caller still gets the loaded value (it was current when the load
+     * began) but it is stored nowhere, neither on the server nor in the near cache; counted in
+     * {@code leaseLost}.
+     */
+    private void loadAndStore(String key, BiFunction<String, Executor, CompletableFuture<byte[]>> loader,
+                              CompletableFuture<byte[]> mine, long cas) {
         metrics.loads.increment();
         CompletableFuture<byte[]> loading;
         try {
@@ -263,10 +283,14 @@ public final class LarderClient implements AutoCloseable {
         loading.whenCompleteAsync((v, e) -> {
             try {
                 if (e != null || v == null) {
-                    remove(key); // give the lease back so another caller can try at once
+                    // Give the lease back so another caller can try at once: only our own stub
+                    // (same CAS), never a value someone stored meanwhile.
+                    removeIfCas(key, cas);
                     done(key, mine, null, e != null ? e : new NullPointerException("loader returned null for " + key));
                 } else {
-                    store(key, v, cfg.loadTtlSeconds);
+                    if (!storeUnderLease(key, v, cfg.loadTtlSeconds, cas)) {
+                        metrics.leaseLost.increment();
+                    }
                     done(key, mine, v, null);
                 }
             } catch (Throwable t) {
@@ -372,12 +396,32 @@ public final class LarderClient implements AutoCloseable {
     }
 
     private void store(String key, byte[] value, int ttl) throws IOException {
+        Reply.Kind k = storeWith(key, value, " T" + ttl);
+        if (k != Reply.Kind.HD) {
+            throw new IOException("ms " + key + ": " + k);
+        }
+    }
+
+    /** {@code ms key <len> T<ttl> C<cas>}: true if stored, false if the lease was lost (EX, NF). */
+    private boolean storeUnderLease(String key, byte[] value, int ttl, long cas) throws IOException {
+        Reply.Kind k = storeWith(key, value, " T" + ttl + " C" + Long.toUnsignedString(cas));
+        if (k == Reply.Kind.HD) {
+            return true;
+        }
+        if (k == Reply.Kind.EX || k == Reply.Kind.NF) {
+            return false;
+        }
+        throw new IOException("ms " + key + " C: " + k);
+    }
+
+    /** One {@code ms} with these flags; the reply's kind (a connection answering otherwise is dropped). */
+    private Reply.Kind storeWith(String key, byte[] value, String flags) throws IOException {
         localInvalidate(key);
         Node node = nodes.get(nodeIndex(key));
         Connection c = node.pool.checkout();
         boolean broken = true;
         try {
-            byte[] head = ("ms " + key + " " + value.length + " T" + ttl + "\r\n").getBytes(StandardCharsets.UTF_8);
+            byte[] head = ("ms " + key + " " + value.length + flags + "\r\n").getBytes(StandardCharsets.UTF_8);
             byte[] cmd = new byte[head.length + value.length + 2];
             System.arraycopy(head, 0, cmd, 0, head.length);
             System.arraycopy(value, 0, cmd, head.length, value.length);
@@ -385,27 +429,38 @@ public final class LarderClient implements AutoCloseable {
             cmd[cmd.length - 1] = '\n';
             c.send(cmd);
             Reply r = c.reply();
-            broken = r.kind() != Reply.Kind.HD && r.kind() != Reply.Kind.NS;
-            if (r.kind() != Reply.Kind.HD) {
-                throw new IOException("ms " + key + ": " + r.kind());
-            }
+            broken = switch (r.kind()) {
+                case HD, NS, EX, NF -> false;
+                default -> true;
+            };
+            return r.kind();
         } finally {
             node.pool.release(c, broken);
             // Writes on attached connections are noloop: drop our own copy after the write, so
-            // a read that raced it cannot leave the old value.
+            // a read that raced it cannot leave the old value. The near cache is filled only by
+            // tracked reads, never by what we stored.
             localInvalidate(key);
         }
     }
 
     private boolean remove(String key) throws IOException {
+        return removeWith(key, "");
+    }
+
+    /** {@code md key C<cas>}: deletes only if the item is still the one with {@code cas}. */
+    private boolean removeIfCas(String key, long cas) throws IOException {
+        return removeWith(key, " C" + Long.toUnsignedString(cas));
+    }
+
+    private boolean removeWith(String key, String flags) throws IOException {
         localInvalidate(key);
         Node node = nodes.get(nodeIndex(key));
         Connection c = node.pool.checkout();
         boolean broken = true;
         try {
-            c.send("md " + key + "\r\n");
+            c.send("md " + key + flags + "\r\n");
             Reply r = c.reply();
-            if (r.kind() == Reply.Kind.HD || r.kind() == Reply.Kind.NF) {
+            if (r.kind() == Reply.Kind.HD || r.kind() == Reply.Kind.NF || r.kind() == Reply.Kind.EX) {
                 broken = false;
                 return r.kind() == Reply.Kind.HD;
             }

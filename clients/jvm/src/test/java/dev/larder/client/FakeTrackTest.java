@@ -1,11 +1,13 @@
 package dev.larder.client;
 
+import static dev.larder.client.TrackFixture.eventually;
+import static dev.larder.client.TrackFixture.s;
+import static dev.larder.client.TrackFixture.trackedClient;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
-import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -14,24 +16,8 @@ import org.junit.jupiter.api.Test;
  * overtaking the reply it invalidates.
  */
 class FakeTrackTest {
-    private static String s(byte[] b) {
-        return b == null ? null : new String(b, StandardCharsets.UTF_8);
-    }
-
-    private static void eventually(BooleanSupplier f, String what) throws InterruptedException {
-        long deadline = System.nanoTime() + 5_000_000_000L;
-        while (!f.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("timed out waiting for " + what);
-            }
-            Thread.sleep(10);
-        }
-    }
-
     private static LarderClient client(FakeTrackServer f) throws InterruptedException {
-        LarderClient c = LarderClient.builder().servers(f.addr()).nearCacheMaxBytes(1 << 20).build();
-        eventually(c::streamsUp, "subscribed");
-        return c;
+        return trackedClient(f.addr());
     }
 
     @Test

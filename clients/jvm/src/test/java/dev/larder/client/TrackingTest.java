@@ -1,42 +1,20 @@
 package dev.larder.client;
 
+import static dev.larder.client.TrackFixture.b;
+import static dev.larder.client.TrackFixture.eventually;
+import static dev.larder.client.TrackFixture.s;
+import static dev.larder.client.TrackFixture.trackedClient;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 
 /** The invalidation stream end to end, against a real larder. */
 class TrackingTest {
-    private static byte[] b(String s) {
-        return s.getBytes(StandardCharsets.UTF_8);
-    }
-
-    private static String s(byte[] b) {
-        return b == null ? null : new String(b, StandardCharsets.UTF_8);
-    }
-
-    private static void eventually(BooleanSupplier f, String what) throws InterruptedException {
-        long deadline = System.nanoTime() + 5_000_000_000L;
-        while (!f.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("timed out waiting for " + what);
-            }
-            Thread.sleep(10);
-        }
-    }
-
     private static LarderClient tracked(LarderServer... servers) throws InterruptedException {
-        LarderClient.Builder b = LarderClient.builder().nearCacheMaxBytes(1 << 20);
-        for (LarderServer s : servers) {
-            b.servers(s.addr());
-        }
-        LarderClient c = b.build();
-        eventually(c::streamsUp, "streams subscribed");
-        return c;
+        return trackedClient(java.util.Arrays.stream(servers).map(LarderServer::addr).toArray(String[]::new));
     }
 
     @Test
@@ -112,6 +90,55 @@ class TrackingTest {
             w.set("user:1", b("b"), 0).join();
             c.syncInvalidations(Duration.ofSeconds(5));
             assertEquals("b", s(c.getIfPresent("user:1").join()));
+        }
+    }
+
+    /** {@link LarderServer#raw} from a loader, which may not throw checked exceptions. */
+    private static String raw(LarderServer a, String cmd, String end) {
+        try {
+            return a.raw(cmd, end);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    /**
+     * The lease race: another process sets the key while our loader runs (deterministically
+     * between the load and the store). The store is gated by the lease's CAS, so the newer
+     * value stays; the loaded one is returned but cached nowhere. A plain ms overwrote it.
+     */
+    @Test
+    void aSetBetweenTheLoadAndTheStoreWinsOverTheLoadedValue() throws Exception {
+        try (LarderServer a = new LarderServer(); LarderClient c = tracked(a)) {
+            byte[] v = c.get("race", k -> {
+                assertEquals("HD\r\n", raw(a, "ms race 5 T60\r\nnewer\r\n", "\r\n"));
+                return b("older");
+            }).join();
+            assertEquals("older", s(v), "the caller gets what it loaded");
+            assertEquals(1, c.metrics().leaseLost());
+            assertEquals("VA 5\r\nnewer\r\n", a.raw("mg race v\r\n", "newer\r\n"));
+            c.syncInvalidations(Duration.ofSeconds(5));
+            assertEquals("newer", s(c.getIfPresent("race").join()));
+            assertEquals("newer", s(c.getIfPresent("race").join()), "now from the near cache");
+
+            // the same when we stopped waiting for an absent winner (Z) and loaded ourselves
+            String won = a.raw("mg late v c t N30\r\n", "\r\n\r\n");
+            String cas = java.util.Arrays.stream(won.trim().split(" ")).filter(w -> w.startsWith("c"))
+                    .map(w -> w.substring(1)).findFirst().orElseThrow(() -> new AssertionError(won));
+            try (LarderClient c2 = LarderClient.builder().servers(a.addr()).leaseWait(Duration.ofMillis(100)).build()) {
+                byte[] mine = c2.get("late", k -> {
+                    assertEquals("HD\r\n", raw(a, "ms late 6 T60 C" + cas + "\r\ntheirs\r\n", "\r\n"));
+                    return b("mine");
+                }).join();
+                assertEquals("mine", s(mine));
+                assertEquals(1, c2.metrics().leaseLost());
+                assertEquals("VA 6\r\ntheirs\r\n", a.raw("mg late v\r\n", "theirs\r\n"));
+
+                // no race: the loaded value is stored
+                c2.get("calm", k -> b("loaded")).join();
+                assertEquals(1, c2.metrics().leaseLost());
+                assertEquals("VA 6\r\nloaded\r\n", a.raw("mg calm v\r\n", "loaded\r\n"));
+            }
         }
     }
 }
