@@ -44,6 +44,12 @@ pub struct TlsCounters {
     pub handshake_errors: AtomicU64,
     /// Sessions the server-side cache stored (`-o ssl_session_cache`).
     pub new_sessions: AtomicU64,
+    /// Established connections ended by a TLS protocol error (memcached
+    /// 1.6.30's `ssl_proto_errors`: a fatal error of SSL_read or
+    /// SSL_write): a record that does not open or is out of place, a
+    /// fatal alert from the peer. An end of stream without close_notify
+    /// is not one (memcached skips that case too).
+    pub proto_errors: AtomicU64,
 }
 
 /// The receive buffer's size once the handshake is done: one record of
@@ -470,9 +476,10 @@ impl TlsStream {
         }
     }
 
-    /// The connection ends on an error: our alert out if the socket takes
-    /// it, and every later call fails.
+    /// The connection ends on a protocol error (`ssl_proto_errors`): our
+    /// alert out if the socket takes it, and every later call fails.
     fn stop(&mut self, stop: Stop) -> io::Error {
+        self.counters.proto_errors.fetch_add(1, Relaxed);
         let why = match stop {
             Stop::Alert(f) => {
                 if let Phase::Traffic(t) = &mut self.phase {
