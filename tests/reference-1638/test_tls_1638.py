@@ -213,3 +213,21 @@ def test_a_refused_client_certificate_is_counted_where_memcached_counts_it():
     got = both(run)
     assert sum(got["memcached-1.6.38"]) == 3, got
     assert got["larder"] == got["memcached-1.6.38"], got
+
+
+def test_plain_text_on_a_tls_port_is_counted_as_memcached_counts_it():
+    """Not a ClientHello at all: memcached's first SSL_accept refuses it (the bytes are there
+    when it accepts), a handshake error; larder refuses it before answering, the same."""
+    def run(name, binary):
+        with Tls(name, binary) as srv:
+            before = srv.counters()
+            for _ in range(3):
+                with socket.create_connection(("127.0.0.1", srv.ports[0]), timeout=TIMEOUT) as s:
+                    s.sendall(b"get foo\r\n")
+                    read_raw_until_closed(s)
+            time.sleep(0.3)
+            return tuple(a - b for a, b in zip(srv.counters(), before))
+
+    got = both(run)
+    assert sum(got["memcached-1.6.38"]) == 3, got
+    assert got["larder"] == got["memcached-1.6.38"], got

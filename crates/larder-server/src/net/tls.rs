@@ -39,16 +39,21 @@ use std::sync::Arc;
 /// connection and the listener that made them.
 #[derive(Default, Debug)]
 pub struct TlsCounters {
-    /// Handshakes that failed (bad ClientHello, refused version or client
-    /// certificate, peer gone or timed out before finishing).
+    /// Handshakes that failed before the server answered (a bad
+    /// ClientHello, a refused version), and handshakes the peer left or
+    /// that timed out before finishing.
     pub handshake_errors: AtomicU64,
     /// Sessions the server-side cache stored (`-o ssl_session_cache`).
     pub new_sessions: AtomicU64,
-    /// Established connections ended by a TLS protocol error (memcached
-    /// 1.6.30's `ssl_proto_errors`: a fatal error of SSL_read or
-    /// SSL_write): a record that does not open or is out of place, a
-    /// fatal alert from the peer. An end of stream without close_notify
-    /// is not one (memcached skips that case too).
+    /// memcached 1.6.30's `ssl_proto_errors`, a fatal error of its
+    /// SSL_read or SSL_write: a connection ended by a TLS protocol error
+    /// after the server's first handshake flight, which memcached sends
+    /// from its SSL_accept at accept time, so the rest of the handshake
+    /// runs in SSL_read: a refused client certificate (`mtls:`,
+    /// `ssl_verify_mode` 2 and 3) or a fatal alert from the client during
+    /// the handshake; on an established connection a record that does not
+    /// open or is out of place, a fatal alert. An end of stream without
+    /// close_notify is not one (memcached skips that case too).
     pub proto_errors: AtomicU64,
 }
 
@@ -92,6 +97,9 @@ pub struct TlsStream {
     eof: bool,
     /// A failure was already counted (a handshake error counts once).
     failed: bool,
+    /// Our first handshake flight is encoded: a failure from here on is a
+    /// protocol error, not a handshake error (see [`TlsCounters`]).
+    answered: bool,
     counters: Arc<TlsCounters>,
 }
 
@@ -127,6 +135,7 @@ impl TlsStream {
             tx_cap: wbuf_size.max(TX_MIN),
             eof: false,
             failed: false,
+            answered: false,
             counters,
         }
     }
@@ -308,6 +317,7 @@ impl TlsStream {
                     match e.encode(&mut self.tx[self.tend..]) {
                         Ok(n) => {
                             self.tend += n;
+                            self.answered = true;
                             break Step::Continue;
                         }
                         // Our own handshake flight (certificates): sized by
@@ -362,8 +372,13 @@ impl TlsStream {
         }
     }
 
-    /// The handshake failed: send the alert rustls queued for it, count it.
+    /// The handshake failed: send the alert rustls queued for it, count it
+    /// (as memcached: in `ssl_proto_errors` once we have answered).
     fn fail_handshake(&mut self, e: rustls::Error) -> io::Result<bool> {
+        if self.answered && !self.failed {
+            self.failed = true;
+            self.counters.proto_errors.fetch_add(1, Relaxed);
+        }
         self.count_failure();
         if let Phase::Handshake(conn) = &mut self.phase {
             // After an error rustls still gives out what it queued (its
