@@ -231,3 +231,26 @@ def test_plain_text_on_a_tls_port_is_counted_as_memcached_counts_it():
     got = both(run)
     assert sum(got["memcached-1.6.38"]) == 3, got
     assert got["larder"] == got["memcached-1.6.38"], got
+
+
+def test_a_client_leaving_mid_handshake_is_counted_as_memcached_counts_it():
+    """A ClientHello, the server's flight read, then the client closes: memcached's SSL_read
+    meets the end during the handshake, a protocol error; larder counts it the same."""
+    def run(name, binary):
+        with Tls(name, binary) as srv:
+            before = srv.counters()
+            for _ in range(3):
+                ctx = client_context()
+                inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+                obj = ctx.wrap_bio(inc, out)
+                with pytest.raises(ssl.SSLWantReadError):
+                    obj.do_handshake()
+                with socket.create_connection(("127.0.0.1", srv.ports[0]), timeout=TIMEOUT) as s:
+                    s.sendall(out.read())
+                    assert s.recv(65536)[:1] == b"\x16", "no ServerHello"
+            time.sleep(0.3)
+            return tuple(a - b for a, b in zip(srv.counters(), before))
+
+    got = both(run)
+    assert sum(got["memcached-1.6.38"]) == 3, got
+    assert got["larder"] == got["memcached-1.6.38"], got

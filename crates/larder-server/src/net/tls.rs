@@ -40,8 +40,8 @@ use std::sync::Arc;
 #[derive(Default, Debug)]
 pub struct TlsCounters {
     /// Handshakes that failed before the server answered (a bad
-    /// ClientHello, a refused version), and handshakes the peer left or
-    /// that timed out before finishing.
+    /// ClientHello, a refused version, the peer gone), and handshakes
+    /// larder ended (`ssl_handshake_timeout`).
     pub handshake_errors: AtomicU64,
     /// Sessions the server-side cache stored (`-o ssl_session_cache`).
     pub new_sessions: AtomicU64,
@@ -50,10 +50,11 @@ pub struct TlsCounters {
     /// after the server's first handshake flight, which memcached sends
     /// from its SSL_accept at accept time, so the rest of the handshake
     /// runs in SSL_read: a refused client certificate (`mtls:`,
-    /// `ssl_verify_mode` 2 and 3) or a fatal alert from the client during
-    /// the handshake; on an established connection a record that does not
-    /// open or is out of place, a fatal alert. An end of stream without
-    /// close_notify is not one (memcached skips that case too).
+    /// `ssl_verify_mode` 2 and 3), a fatal alert from the client or the
+    /// client leaving during the handshake; on an established connection a
+    /// record that does not open or is out of place, a fatal alert. An end
+    /// of an established connection without close_notify is not one
+    /// (memcached skips that case too).
     pub proto_errors: AtomicU64,
 }
 
@@ -167,7 +168,7 @@ impl TlsStream {
     }
 
     /// The server closes the connection. A handshake that never completed
-    /// (timed out, or the peer left) counts as memcached's
+    /// and was not counted when it failed (it timed out) counts in
     /// `ssl_handshake_errors`; an established connection gets a
     /// close_notify first if the socket takes it (as memcached's
     /// SSL_shutdown), so the client sees an orderly end rather than a
@@ -175,7 +176,12 @@ impl TlsStream {
     /// closed socket).
     pub fn abandon(&mut self) {
         match &mut self.phase {
-            Phase::Handshake(_) => self.count_failure(),
+            // The server ends it (larder's handshake timeout, a shutdown):
+            // a handshake error whatever was sent.
+            Phase::Handshake(_) if !self.failed => {
+                self.failed = true;
+                self.counters.handshake_errors.fetch_add(1, Relaxed);
+            }
             // After the peer's close_notify too: TLS 1.2 wants one back.
             Phase::Traffic(t) if !self.eof && !t.sent_close => {
                 t.sent_close = true;
@@ -187,10 +193,15 @@ impl TlsStream {
         }
     }
 
+    /// The handshake fails on the peer's side (what it sent, or its
+    /// leaving): counted once, as memcached counts it (see
+    /// [`TlsCounters`]): a handshake error before our first flight, a
+    /// protocol error after it.
     fn count_failure(&mut self) {
         if !self.failed && self.is_handshaking() {
             self.failed = true;
-            self.counters.handshake_errors.fetch_add(1, Relaxed);
+            let counter = if self.answered { &self.counters.proto_errors } else { &self.counters.handshake_errors };
+            counter.fetch_add(1, Relaxed);
         }
     }
 
@@ -372,13 +383,8 @@ impl TlsStream {
         }
     }
 
-    /// The handshake failed: send the alert rustls queued for it, count it
-    /// (as memcached: in `ssl_proto_errors` once we have answered).
+    /// The handshake failed: send the alert rustls queued for it, count it.
     fn fail_handshake(&mut self, e: rustls::Error) -> io::Result<bool> {
-        if self.answered && !self.failed {
-            self.failed = true;
-            self.counters.proto_errors.fetch_add(1, Relaxed);
-        }
         self.count_failure();
         if let Phase::Handshake(conn) = &mut self.phase {
             // After an error rustls still gives out what it queued (its
