@@ -9,7 +9,9 @@ started with memcached t/'s certificates:
     -Z -o ssl_chain_cert=t/server_crt.pem -o ssl_key=t/server_key.pem [-o ssl_ca_cert=t/cacert.pem]
     -l notls:127.0.0.1:P -l 127.0.0.1:T,mtls:127.0.0.1:M,btls:127.0.0.1:B
 
-and asserts the two agree. SIGHUP's certificate reload is newer than 1.6.38 (1.6.40): tested
+and asserts the two agree; for a failed handshake, which of memcached's two counters moves
+depends on its threads' timing, so there memcached must count each failure once and larder
+where memcached mostly does, always. SIGHUP's certificate reload is newer than 1.6.38 (1.6.40): tested
 against larder alone in crates/larder-server/tests/tls.rs.
 """
 
@@ -199,8 +201,12 @@ def test_mtls_listener_without_a_ca_serves_nobody_as_memcached():
 
 
 def test_a_refused_client_certificate_is_counted_where_memcached_counts_it():
-    """Which counter a failed mTLS handshake lands in (memcached: a failure of its first
-    SSL_accept is a handshake error, one that SSL_read meets later a protocol error)."""
+    """Which counter a failed mTLS handshake lands in. memcached: a failure inside the
+    SSL_accept it calls at accept time is a handshake error, one that SSL_read meets later a
+    protocol error; which one a refused certificate meets depends on whether the client's
+    answer arrives before that SSL_accept stops reading, so memcached counts it in either
+    (mostly ssl_proto_errors here; 3 of 3 the other way seen under load). Each failure is
+    counted once; larder counts it where memcached mostly does, always."""
     def run(name, binary):
         with Tls(name, binary, ca=True) as srv:
             before = srv.counters()
@@ -211,13 +217,14 @@ def test_a_refused_client_certificate_is_counted_where_memcached_counts_it():
             return tuple(a - b for a, b in zip(after, before))
 
     got = both(run)
-    assert sum(got["memcached-1.6.38"]) == 3, got
-    assert got["larder"] == got["memcached-1.6.38"], got
+    assert sum(got["memcached-1.6.38"]) == 3, got   # once each, in one counter or the other
+    assert got["larder"] == (0, 3), got
 
 
 def test_plain_text_on_a_tls_port_is_counted_as_memcached_counts_it():
-    """Not a ClientHello at all: memcached's first SSL_accept refuses it (the bytes are there
-    when it accepts), a handshake error; larder refuses it before answering, the same."""
+    """Not a ClientHello at all: memcached's first SSL_accept mostly refuses it (the bytes are
+    there when it accepts), a handshake error, else its SSL_read does, a protocol error
+    (seen: 2 and 1); larder refuses it before answering, a handshake error always."""
     def run(name, binary):
         with Tls(name, binary) as srv:
             before = srv.counters()
@@ -229,13 +236,15 @@ def test_plain_text_on_a_tls_port_is_counted_as_memcached_counts_it():
             return tuple(a - b for a, b in zip(srv.counters(), before))
 
     got = both(run)
-    assert sum(got["memcached-1.6.38"]) == 3, got
-    assert got["larder"] == got["memcached-1.6.38"], got
+    assert sum(got["memcached-1.6.38"]) == 3, got   # once each, in one counter or the other
+    assert got["larder"] == (3, 0), got
 
 
 def test_a_client_leaving_mid_handshake_is_counted_as_memcached_counts_it():
     """A ClientHello, the server's flight read, then the client closes: memcached's SSL_read
-    meets the end during the handshake, a protocol error; larder counts it the same."""
+    meets the end during the handshake, a protocol error; when its accept-time SSL_accept is
+    still reading it meets the close there, a handshake error (seen: 1 of 3, and 3 of 3).
+    larder counts it as a protocol error always (after its first flight)."""
     def run(name, binary):
         with Tls(name, binary) as srv:
             before = srv.counters()
@@ -252,5 +261,5 @@ def test_a_client_leaving_mid_handshake_is_counted_as_memcached_counts_it():
             return tuple(a - b for a, b in zip(srv.counters(), before))
 
     got = both(run)
-    assert sum(got["memcached-1.6.38"]) == 3, got
-    assert got["larder"] == got["memcached-1.6.38"], got
+    assert sum(got["memcached-1.6.38"]) == 3, got   # once each, in one counter or the other
+    assert got["larder"] == (0, 3), got
