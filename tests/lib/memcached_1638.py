@@ -61,6 +61,62 @@ def binary():
     return WRAPPER
 
 
+SRC = os.path.join(larder_servers.ROOT, "tests", ".work", "src-1638", f"memcached-{VERSION}")
+CHROOT_TLS_DIR = "/tmp/larder-tls-files"
+
+
+def t_file(name):
+    """A file of memcached 1.6.38's t/ (its test certificates: server_crt.pem, server_key.pem,
+    cacert.pem, client_crt.pem, client_key.pem), from the source package scripts/test unpacks."""
+    path = os.path.join(SRC, "t", name)
+    if not os.path.isfile(path):
+        raise RuntimeError(f"no {path}: scripts/test unpacks memcached {VERSION}'s source package there")
+    return path
+
+
+def tls_path(name, binary):
+    """The path `binary` must be given for t/`name`: the host's for larder, a copy inside the
+    chroot for memcached 1.6.38 (it resolves paths there)."""
+    host = t_file(name)
+    if binary != WRAPPER:
+        return host
+    inside = os.path.join(CHROOT_TLS_DIR, name)
+    dest = os.path.join(CHROOT, inside.lstrip("/"))
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    with open(host, "rb") as f:
+        data = f.read()
+    try:
+        with open(dest, "rb") as f:
+            same = f.read() == data
+    except OSError:
+        same = False
+    if not same:
+        with open(dest + ".tmp", "wb") as f:
+            f.write(data)
+        os.replace(dest + ".tmp", dest)
+    return inside
+
+
+def tls_args(binary, ca=False):
+    """-Z with memcached t/'s server certificate (and its CA with `ca`), paths as `binary` sees them."""
+    args = ["-Z", "-o", f"ssl_chain_cert={tls_path('server_crt.pem', binary)}",
+            "-o", f"ssl_key={tls_path('server_key.pem', binary)}"]
+    if ca:
+        args += ["-o", f"ssl_ca_cert={tls_path('cacert.pem', binary)}"]
+    return args
+
+
+class PlainProbeServer(larder_servers.Server):
+    """A server started with -Z whose harness listener stays plain (`-l notls:127.0.0.1` on its
+    port, memcached's prefix), so it can be probed and driven in plain text; TLS listeners
+    are named in its own arguments."""
+
+    def command(self, port):
+        cmd = super().command(port)
+        cmd[cmd.index("-l") + 1] = "notls:127.0.0.1"
+        return cmd
+
+
 def version():
     """The chroot's memcached -V (e.g. 'memcached 1.6.38')."""
     return subprocess.run([binary(), "-V"], capture_output=True, text=True, timeout=10).stdout.strip()

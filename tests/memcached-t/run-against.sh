@@ -93,6 +93,23 @@ mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 rm -rf "$dir/t"
 cp -a "$src/t" "$dir/t"
+# A memcached older than 1.6.30 (the reference 1.6.18) has two TLS stats.
+three_tls_stats=1
+case "$(basename "$bin")" in
+  memcached*)
+    v=$("$bin" -V 2>/dev/null | awk '{print $2}')
+    [ -n "$v" ] && [ "$(printf '%s\n' "$v" 1.6.30 | sort -V | head -1)" != 1.6.30 ] && three_tls_stats=0 ;;
+esac
+if [ -n "${SSL_TEST:-}" ] && [ $three_tls_stats = 1 ] &&
+  grep -q 'is(scalar(keys(%$stats)), 85, "expected count of stats values");' "$dir/t/stats.t"; then
+  # memcached 1.6.30 added a third TLS stat, ssl_proto_errors, and t/stats.t
+  # (1.6.18 to 1.6.40) still expects two over TLS: memcached 1.6.38 fails
+  # its own file in TLS mode. 1.6.41 corrected the count (its commit
+  # "Account for absent 'ssl_proto_errors' in stats during SSL tests");
+  # the same correction here, in the harness's copy.
+  sed -i 's/is(scalar(keys(%$stats)), 85, "expected count of stats values");/is(scalar(keys(%$stats)), 86, "expected count of stats values");/' "$dir/t/stats.t"
+  echo "run-against.sh: t/stats.t: TLS stats count 85 -> 86 (ssl_proto_errors, as memcached 1.6.41's t/stats.t counts it)"
+fi
 rm -rf "$dir/doc"
 [ -d "$src/doc" ] && cp -a "$src/doc" "$dir/doc"   # line-lengths.t reads doc/protocol.txt
 cp "$here/timedrun" "$here/run-test" "$dir/"

@@ -26,6 +26,9 @@ class Case:
     # larder follows a newer memcached here: its quiet replies must begin with these bytes, which
     # 1.6.38 does not send; they are cut before comparing (docs/differences.md lists each case)
     newer_prefix: bytes = None
+    # both servers started with -Z and memcached t/'s certificate; the case's connections go to a
+    # plain `notls:` listener on the harness's port (the comparison is of what -Z changes there)
+    tls: bool = False
 
 
 def s(*payloads):
@@ -127,6 +130,11 @@ CASES = [
     Case("stats sizes_enable removed", s(b"stats sizes_enable\r\n", b"stats sizes_disable\r\n")),
     Case("stats sizes", s(SET_K, b"stats sizes\r\n")),
     Case("-X refuses stats detail", s(b"stats detail on\r\n", b"stats detail dump\r\n"), args=("-X",)),
+    # ---- -Z (1.6.30: ssl_proto_errors; the live TLS checks are in test_tls_1638.py) ------
+    Case("stats names with -Z", s(b"stats\r\n"), tls=True),
+    Case("stats ssl_ values with -Z", s(b"stats\r\n"), tls=True, grep=rb"^STAT (ssl_|time_since_server_cert)",
+         keep_stats=("ssl_handshake_errors", "ssl_proto_errors")),
+    Case("stats settings names with -Z", s(b"stats settings\r\n"), tls=True),
     # ---- incr/decr ---------------------------------------------------------------------
     Case("incr of 18446744073709551615", s(b"set k 0 0 20\r\n18446744073709551615\r\n", b"incr k 1\r\n",
                                           b"get k\r\n")),

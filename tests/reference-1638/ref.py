@@ -13,6 +13,9 @@ case's own), and the replies are compared after normalising what may differ:
     (`exp=-1` kept: "no expiry" is part of the answer);
   * lines of a case step marked `sort` compared as a set (dump order is hash order).
 
+A case marked `tls` starts both servers with -Z and memcached t/'s certificate, its
+connections on a plain `notls:` listener (memcached_1638.PlainProbeServer).
+
 A step is (conn, bytes) or (conn, bytes, "quiet"). Ordinary steps end with a
 `version` fence on that connection (diff.py's framing); a "quiet" step sends no
 fence and reads until the server is silent for QUIET seconds: used for dumps and
@@ -112,7 +115,11 @@ class Conn(diff.Side):
 def run_side(binary, case, name, newer=False):
     """Run a case's steps against one fresh server: [tokens per step], [raw per step].
     `newer`: the server follows the newer memcached of `case.newer_prefix` (larder)."""
-    server = larder_servers.Server(binary, BASE_ARGS + list(case.args), name=name)
+    if case.tls:
+        server = memcached_1638.PlainProbeServer(binary, BASE_ARGS + memcached_1638.tls_args(binary) + list(case.args),
+                                                 name=name)
+    else:
+        server = larder_servers.Server(binary, BASE_ARGS + list(case.args), name=name)
     with server:
         labels = Labels(set(re.findall(rb"(?<= )E(\d+)", b"".join(st[1] for st in case.steps))))
         seen = {}

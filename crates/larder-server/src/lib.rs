@@ -241,18 +241,31 @@ pub fn start(p: Prepared, shutdown: Shutdown) -> Result<Running, String> {
     Ok(Running { srv, inboxes, workers, acceptor, _udp: bound.udp })
 }
 
-/// Reloads what memcached reloads on SIGHUP (the `-Y` authfile), from
-/// any thread while the server runs.
+/// Reloads what memcached reloads on SIGHUP, from any thread while the
+/// server runs: the `-Y` authfile, then (memcached 1.6.40) the TLS
+/// certificate, key and CA files, through `refresh_certs`'s own path.
 #[derive(Clone)]
 pub struct Reloader(Arc<Server>);
 
 impl Reloader {
-    /// Read the authfile again; on error the old credentials stay.
-    pub fn reload(&self) -> Result<(), String> {
-        match &self.0.access().credentials {
-            Some(c) => c.reload().map_err(|e| e.to_string()),
-            None => Ok(()),
+    /// Read the authfile and the TLS files again; each that fails keeps
+    /// what was in use and gives a line for the log (the other is still
+    /// reloaded, as memcached does). Empty when everything reloaded.
+    pub fn reload(&self) -> Vec<String> {
+        let mut failed = Vec::new();
+        if let Some(c) = &self.0.access().credentials {
+            if let Err(e) = c.reload() {
+                // memcached says nothing here; larder says why.
+                failed.push(format!("SIGHUP: {e}; keeping the previous authfile"));
+            }
         }
+        if let Some(tls) = &self.0.access().tls {
+            if let Err(e) = tls.refresh(self.0.clock().now()) {
+                // memcached 1.6.40's words, then what larder keeps.
+                failed.push(format!("Could not reload TLS certificates on SIGHUP: {e}; keeping the previous certificates"));
+            }
+        }
+        failed
     }
 }
 

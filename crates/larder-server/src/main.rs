@@ -8,7 +8,8 @@
 //! signal thread turns SIGTERM/SIGINT into a shutdown request, the same one
 //! the `shutdown` command makes, and SIGUSR1 into a graceful one that, with
 //! `-e`, saves the items for a warm restart (memcached saves on SIGUSR1
-//! only), and SIGHUP into a reload of the `-Y` authfile (as memcached);
+//! only), and SIGHUP into a reload of the `-Y` authfile and of the `-Z`
+//! certificate, key and CA files (as memcached 1.6.40 and later);
 //! the main thread waits for it and tears down.
 //!
 //! Root: as memcached, larder refuses to start as root without `-u`
@@ -86,8 +87,7 @@ fn main() {
     // memcached loads the certificates before it binds, and a failure is a
     // usage error (exit 64) with OpenSSL's message; ours names the file too.
     if settings.tls.enabled {
-        let counters = Default::default();
-        if let Err(e) = larder_server::config::tls::build_config(&settings.tls, &counters) {
+        if let Err(e) = larder_server::config::tls::TlsContext::new(&settings.tls, 0) {
             eprintln!("{e}");
             exit(EX_USAGE);
         }
@@ -134,10 +134,9 @@ fn run(settings: Settings) -> Result<(), String> {
         .spawn(move || {
             let mut sig = wait_for_signal(&signals);
             while sig == libc::SIGHUP {
-                // memcached keeps the old credentials when the new file is
-                // refused; it says nothing, larder says why.
-                if let Err(e) = reloader.reload() {
-                    eprintln!("larder: SIGHUP: {e}; keeping the previous authfile");
+                // What failed to reload stays as it was; say why.
+                for line in reloader.reload() {
+                    eprintln!("larder: {line}");
                 }
                 sig = wait_for_signal(&signals);
             }

@@ -72,7 +72,9 @@ fn stats_have_memcacheds_tls_entries() {
     assert!(!names.contains(&"ssl_new_sessions".to_string()));
     let at = |n: &str| names.iter().position(|x| x == n).unwrap_or_else(|| panic!("no {n}"));
     assert!(at("log_watchers") < at("ssl_handshake_errors"));
-    assert_eq!(at("ssl_handshake_errors") + 1, at("time_since_server_cert_refresh"));
+    // memcached 1.6.30+ (1.6.38's order): ssl_proto_errors between them.
+    assert_eq!(at("ssl_handshake_errors") + 1, at("ssl_proto_errors"));
+    assert_eq!(at("ssl_proto_errors") + 1, at("time_since_server_cert_refresh"));
     assert!(at("time_since_server_cert_refresh") < at("unexpected_napi_ids"));
     let c = certs();
     let settings = stats(&mut p, "settings");
@@ -101,6 +103,181 @@ fn stats_have_memcacheds_tls_entries() {
     assert!(s.contains(&("ssl_enabled".into(), "no".into())));
     assert!(s.contains(&("ssl_chain_cert".into(), "(null)".into())));
     assert!(!stats(&mut plain.connect(), "").iter().any(|(n, _)| n == "ssl_handshake_errors"));
+    assert!(!stats(&mut plain.connect(), "").iter().any(|(n, _)| n == "ssl_proto_errors"));
+}
+
+/// `ssl_proto_errors` (memcached 1.6.30): an established TLS connection
+/// ended by a protocol error counts once; a handshake refused before the
+/// server answered counts in `ssl_handshake_errors` only (one refused
+/// later, in `ssl_proto_errors`: client_certificate_modes), and a client
+/// that closes its socket without close_notify, or with it, counts
+/// nowhere.
+#[test]
+fn a_protocol_error_after_the_handshake_counts_in_ssl_proto_errors() {
+    let (l, tls) = start(&[]);
+    let mut p = l.connect();
+    // Quiet ends first: neither counts.
+    let mut c = TlsClient::connect(tls);
+    c.expect(b"version\r\n", b"VERSION 1.6.18\r\n");
+    drop(c);
+    let mut c = TlsClient::connect(tls);
+    c.expect(b"version\r\n", b"VERSION 1.6.18\r\n");
+    c.reader.get_mut().conn.send_close_notify();
+    c.send(b"");
+    drop(c);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!((p.stat("ssl_proto_errors"), p.stat("ssl_handshake_errors")), (0, 0));
+
+    // An application-data record that does not open (bad MAC): the server
+    // answers with a fatal alert and closes; one protocol error.
+    let mut c = TlsClient::connect(tls);
+    c.expect(b"version\r\n", b"VERSION 1.6.18\r\n");
+    let mut forged = vec![23u8, 3, 3, 0, 40];
+    forged.extend([0x41u8; 40]);
+    c.reader.get_mut().sock.write_all(&forged).unwrap();
+    let mut rest = Vec::new();
+    let _ = c.reader.get_mut().sock.read_to_end(&mut rest);
+    assert!(rest.first() == Some(&23) || rest.first() == Some(&21) || rest.is_empty(), "{rest:?}");
+    assert_eq!((p.stat("ssl_proto_errors"), p.stat("ssl_handshake_errors")), (1, 0));
+
+    // A handshake failure is not a protocol error of an established
+    // connection.
+    let mut raw = std::net::TcpStream::connect(("127.0.0.1", tls)).unwrap();
+    raw.write_all(b"get foo\r\n").unwrap();
+    let _ = raw.read_to_end(&mut Vec::new());
+    assert_eq!((p.stat("ssl_proto_errors"), p.stat("ssl_handshake_errors")), (1, 1));
+}
+
+/// A larder with a plain listener on the launcher's port and TLS
+/// listeners `-l 127.0.0.1:T,mtls:127.0.0.1:M,btls:127.0.0.1:B`: the ports
+/// (T, M, B).
+fn start_prefixed(extra: &[&str]) -> (Larder, [u16; 3], common::Stderr) {
+    let ports = common::free_ports(3);
+    let mut args: Vec<String> = server_args(certs());
+    args.extend(["-l".into(), "notls:127.0.0.1".into(), "-l".into()]);
+    args.push(format!("127.0.0.1:{},mtls:127.0.0.1:{},btls:127.0.0.1:{}", ports[0], ports[1], ports[2]));
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (l, stderr) = Larder::start_capturing_stderr(&refs);
+    (l, [ports[0], ports[1], ports[2]], stderr)
+}
+
+/// Whether a TLS client with `o` is served a `version` on `port`.
+fn served(port: u16, o: ClientOptions) -> bool {
+    TlsClient::try_connect(port, o)
+        .and_then(|mut c| {
+            c.reader.get_mut().write_all(b"version\r\n")?;
+            c.reader.get_mut().flush()?;
+            c.try_line()
+        })
+        .is_ok_and(|l| l == "VERSION 1.6.18\r\n")
+}
+
+/// memcached 1.6.30's `-l` prefixes: `mtls:` requires a verified client
+/// certificate on that listener, `btls:` asks for none, whatever
+/// `ssl_verify_mode` says for the others.
+#[test]
+fn mtls_and_btls_listeners_set_their_own_client_certificate_rule() {
+    let none = ClientOptions::default();
+    let with = ClientOptions { client_cert: true, ..Default::default() };
+    let ca = format!("ssl_ca_cert={}", certs().ca.display());
+    // ssl_verify_mode 0: the plain-prefix TLS listener asks for nothing.
+    let (l, [t, m, b], _) = start_prefixed(&["-o", &ca]);
+    assert!(served(t, none) && served(t, with));
+    assert!(!served(m, none), "mtls: served without a client certificate");
+    assert!(served(m, with));
+    assert!(served(b, none) && served(b, with));
+    l.connect().expect(b"version\r\n", b"VERSION 1.6.18\r\n");
+    // ssl_verify_mode 2: btls: still asks for nothing.
+    let (_l, [t, m, b], _) = start_prefixed(&["-o", &ca, "-o", "ssl_verify_mode=2"]);
+    assert!(!served(t, none) && served(t, with));
+    assert!(!served(m, none) && served(m, with));
+    assert!(served(b, none));
+    // mtls: without a CA: it starts (as memcached), says so, and no client
+    // is served there; the other listeners work.
+    let (_l, [t, m, b], stderr) = start_prefixed(&[]);
+    assert!(!served(m, none) && !served(m, with));
+    assert!(served(t, none) && served(b, none));
+    let text = stderr.wait_for("mtls: listener without -o ssl_ca_cert", std::time::Duration::from_secs(5)).unwrap_or_else(|| stderr.text());
+    assert!(text.contains("every TLS handshake on it fails"), "{text}");
+    // Without -Z: memcached's messages and status (EX_OSERR).
+    let port = free_port().to_string();
+    for (prefix, word) in [("notls", "notls"), ("btls", "btls"), ("mtls", "otls")] {
+        let (code, err) = refused(&["-p", &port, "-l", &format!("{prefix}:127.0.0.1:{port}")]);
+        assert_eq!((code, err.lines().next().unwrap_or("")), (71, format!("'{word}' option is valid only when SSL is enabled").as_str()));
+    }
+}
+
+/// SIGHUP reloads the TLS files as `refresh_certs` does (memcached 1.6.40):
+/// new connections get the new certificate, open ones keep theirs, the
+/// refresh time restarts; a broken file keeps the certificate in use and
+/// is logged. (The `-Y` authfile's reload by the same signal:
+/// ascii_auth.rs.)
+#[test]
+fn sighup_reloads_the_certificates() {
+    let c = certs();
+    let dir = tempdir("sighup");
+    let (crt, key) = (dir.join("crt.pem"), dir.join("key.pem"));
+    std::fs::copy(&c.server_crt, &crt).unwrap();
+    std::fs::copy(&c.server_key, &key).unwrap();
+    let tls = free_port();
+    let args = [
+        "-Z".to_string(),
+        "-o".into(),
+        format!("ssl_chain_cert={}", crt.display()),
+        "-o".into(),
+        format!("ssl_key={}", key.display()),
+        "-l".into(),
+        format!("127.0.0.1:{tls}"),
+        "-l".into(),
+        "notls:127.0.0.1".into(),
+    ];
+    let (l, stderr) = Larder::start_capturing_stderr(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let hup = || {
+        let status = Command::new("kill").args(["-HUP", &l.pid().to_string()]).status().unwrap();
+        assert!(status.success());
+    };
+    let mut old = TlsClient::connect(tls);
+    let first = old.peer_certificate();
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let mut p = l.connect();
+    assert!(p.stat("time_since_server_cert_refresh") >= 1);
+
+    std::fs::copy(&c.other_crt, &crt).unwrap();
+    std::fs::copy(&c.other_key, &key).unwrap();
+    hup();
+    // The signal thread reloads asynchronously: wait for the new certificate.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut new = TlsClient::connect(tls);
+    while new.peer_certificate() == first && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        new = TlsClient::connect(tls);
+    }
+    assert_ne!(new.peer_certificate(), first, "a connection after SIGHUP gets the new certificate");
+    assert_eq!(p.stat("time_since_server_cert_refresh"), 0);
+    assert_eq!(old.peer_certificate(), first);
+    old.expect(b"version\r\n", b"VERSION 1.6.18\r\n");
+
+    // A broken key: logged with memcached's words, the certificate stays.
+    std::fs::write(&key, b"not a key").unwrap();
+    hup();
+    let text = stderr.wait_for("Could not reload TLS certificates on SIGHUP", std::time::Duration::from_secs(5)).unwrap_or_else(|| stderr.text());
+    assert!(text.contains(&format!("Could not reload TLS certificates on SIGHUP: Error loading the key: {} : ", key.display())), "{text}");
+    assert!(text.contains("keeping the previous certificates"), "{text}");
+    let mut after = TlsClient::connect(tls);
+    assert_eq!(after.peer_certificate(), new.peer_certificate());
+    after.expect(b"version\r\n", b"VERSION 1.6.18\r\n");
+    // A good file again: reloaded on the next signal.
+    std::fs::copy(&c.server_key, &key).unwrap();
+    std::fs::copy(&c.server_crt, &crt).unwrap();
+    hup();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut back = TlsClient::connect(tls);
+    while back.peer_certificate() != first && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        back = TlsClient::connect(tls);
+    }
+    assert_eq!(back.peer_certificate(), first);
 }
 
 #[test]
@@ -219,7 +396,10 @@ fn client_certificate_modes() {
             c.try_line()
         });
         assert!(!matches!(refused, Ok(ref l) if l.starts_with("VERSION")), "mode {mode}: no certificate, yet served");
-        assert_eq!(l.connect().stat("ssl_handshake_errors"), 1, "mode {mode}");
+        // As memcached 1.6.30+: refused after the server's first flight,
+        // so a protocol error, not a handshake error.
+        let mut p = l.connect();
+        assert_eq!((p.stat("ssl_handshake_errors"), p.stat("ssl_proto_errors")), (0, 1), "mode {mode}");
     }
     // 1: asked for, not required.
     let (_l, tls) = start(&["-o", "ssl_verify_mode=1", "-o", &ca]);

@@ -61,14 +61,27 @@ impl Memcached {
         Some(Memcached::start_auth(extra, Some((user, pass))))
     }
 
+    /// As [`Memcached::start`], with the launcher's listener given as
+    /// `listen` (`-l`, on the free port): `notls:127.0.0.1` for a memcached
+    /// started with `-Z` in `extra`, whose TLS listeners `extra` names
+    /// with their own ports, so the launcher can still ask it in plain
+    /// text whether it is up.
+    pub fn start_listening(listen: &str, extra: &[&str]) -> Memcached {
+        Memcached::start_on(listen, extra, None)
+    }
+
     fn start_auth(extra: &[&str], auth: launch::Credentials<'_>) -> Memcached {
+        Memcached::start_on("127.0.0.1", extra, auth)
+    }
+
+    fn start_on(listen: &str, extra: &[&str], auth: launch::Credentials<'_>) -> Memcached {
         let (bin, exists) = Memcached::binary();
         assert!(exists, "no memcached at {}: {INSTALL}", bin.display());
         let (child, port) = launch::start_on_free_port_auth("memcached", auth, |port| {
             let mut cmd = Command::new(&bin);
             // -u root: memcached refuses to run as root without -u; as
             // another user it ignores the flag.
-            cmd.args(["-p", &port.to_string(), "-U", "0", "-l", "127.0.0.1", "-u", "root"]);
+            cmd.args(["-p", &port.to_string(), "-U", "0", "-l", listen, "-u", "root"]);
             cmd.args(extra).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
             cmd
         });

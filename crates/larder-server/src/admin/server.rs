@@ -331,7 +331,7 @@ async fn connection(admin: Arc<Admin>, stream: tokio::net::TcpStream, activity: 
         None => serve(admin, io, activity, false).await,
         Some(tls) => {
             // `refresh_certs` swaps the configuration: take the current one.
-            let acceptor = tokio_rustls::TlsAcceptor::from(tls.config());
+            let acceptor = tokio_rustls::TlsAcceptor::from(tls.config(crate::config::listen_mode::PeerRule::Global));
             let limit = tls.settings.wbuf_size.max(16 * 1024 + 512);
             let handshake = acceptor.accept_with(io, |c| c.set_buffer_limit(Some(limit)));
             let (deadline, _) = activity.deadline(&admin);

@@ -6,8 +6,10 @@
 //! that only tunes memcached's slab allocator (which larder does not have) is
 //! accepted with a warning saying it has no effect.
 //!
-//! `-Z`'s TLS settings and rustls configuration are in [`tls`].
+//! `-Z`'s TLS settings and rustls configuration are in [`tls`]; the `-l`
+//! prefixes that choose a listener's TLS mode in [`listen_mode`].
 
+pub mod listen_mode;
 pub mod tls;
 
 use std::fmt;
@@ -273,6 +275,9 @@ pub struct UsageError(pub String, pub i32);
 const OPTION_LOOP_STATUS: i32 = 1;
 /// sysexits.h EX_USAGE: memcached's status for the checks after the loop.
 pub const EX_USAGE: i32 = 64;
+/// sysexits.h EX_OSERR: memcached's status when it cannot set up a
+/// listener (a TLS prefix of `-l` without `-Z` is refused there).
+pub const EX_OSERR: i32 = 71;
 
 impl UsageError {
     /// An error of the checks after the option loop (exit 64).
@@ -548,6 +553,10 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, Us
         }
     }
     validate(&s)?;
+    if s.tls.enabled && s.tls.ca_cert.is_none() && s.listen.iter().any(|l| listen_mode::ListenMode::split(l).0 == listen_mode::ListenMode::Peer) {
+        // memcached starts too, and fails every handshake on that listener.
+        s.warnings.push("an mtls: listener without -o ssl_ca_cert: no client certificate can be verified, so every TLS handshake on it fails".into());
+    }
     Ok(Command::Run(s))
 }
 
@@ -760,8 +769,11 @@ fn validate(s: &Settings) -> Result<(), UsageError> {
         return err("larder: -o metrics_tls needs -Z (it uses -Z's certificate and settings)");
     }
     validate_metrics_auth(s)?;
-    if !s.tls.enabled && s.listen.iter().any(|l| l.starts_with("notls:")) {
-        return err("'notls' option is valid only when SSL is enabled");
+    if !s.tls.enabled {
+        // memcached refuses these when it binds, and exits EX_OSERR.
+        if let Some(msg) = s.listen.iter().find_map(|l| listen_mode::ListenMode::split(l).0.needs_tls_error()) {
+            return Err(UsageError(msg.to_string(), EX_OSERR));
+        }
     }
     if s.unix_socket.is_some() && s.udp_port != 0 && !s.listen.is_empty() {
         // memcached ignores network listeners when -s is given; so do we.
@@ -839,8 +851,10 @@ pub fn help_text() -> String {
 -F, --disable-flush-all   disable flush_all command
 -X, --disable-dumping     disable stats cachedump and lru_crawler metadump
 -W, --disable-watch       disable watch commands (live logging)
--Z, --enable-ssl          enable TLS/SSL (TLS 1.2 and 1.3); with -l, a 'notls:'
-                          prefix keeps a listener plain (-l notls:<ip>:<port>)
+-Z, --enable-ssl          enable TLS/SSL (TLS 1.2 and 1.3); with -l, a prefix sets
+                          one listener's mode: 'notls:' plain, 'btls:' TLS without
+                          client certificates, 'mtls:' TLS requiring a client
+                          certificate (-l mtls:<ip>:<port>)
 -o, --extended            comma separated list of extended options
    - idle_timeout:        timeout for idle connections, seconds (default: 0, no timeout)
    - read_buf_mem_limit:  megabytes for connection buffers beyond 32 KiB per connection
@@ -982,6 +996,22 @@ mod tests {
         for bad in [&["-c", "0"][..], &["-c", "-1"], &["-t", "0"], &["-I", "1000"], &["-I", "2g"], &["-B", "http"], &["-m", "64", "-I", "33m"], &["-o", "frobnicate"], &["-Z", "-p", "0"], &["-Z", "-o", "ssl_verify_mode=4"], &["-o", "ssl_min_version=9"], &["-o", "metrics_tls"], &["-l", "notls:127.0.0.1:1"], &["-q"]] {
             assert!(run(bad).is_err(), "{bad:?} should fail");
         }
+    }
+
+    /// memcached 1.6.30+'s `-l` TLS prefixes: refused without -Z with its
+    /// messages (the 'otls' of mtls: included) and EX_OSERR, as it refuses
+    /// them when binding; with -Z an mtls: listener without a CA warns.
+    #[test]
+    fn listener_tls_prefixes_need_tls() {
+        for (entry, word) in [("notls:127.0.0.1:1", "notls"), ("btls:127.0.0.1:1", "btls"), ("127.0.0.1:2,mtls:127.0.0.1:1", "otls")] {
+            let e = run(&["-l", entry]).unwrap_err();
+            assert_eq!((e.0.as_str(), e.1), (format!("'{word}' option is valid only when SSL is enabled").as_str(), EX_OSERR), "-l {entry}");
+        }
+        let s = run(&["-Z", "-l", "notls:127.0.0.1:1,mtls:127.0.0.1:2", "-l", "btls:127.0.0.1:3"]).unwrap();
+        assert_eq!(s.listen, vec!["notls:127.0.0.1:1", "mtls:127.0.0.1:2", "btls:127.0.0.1:3"]);
+        assert!(s.warnings.iter().any(|w| w.contains("mtls: listener without -o ssl_ca_cert")), "{:?}", s.warnings);
+        let s = run(&["-Z", "-o", "ssl_ca_cert=/ca.pem", "-l", "mtls:127.0.0.1:2"]).unwrap();
+        assert!(!s.warnings.iter().any(|w| w.contains("mtls:")), "{:?}", s.warnings);
     }
 
     #[test]

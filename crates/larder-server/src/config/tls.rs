@@ -8,7 +8,11 @@
 //!   OpenSSL's `SSL_FILETYPE_*`): the server's certificate chain and key;
 //! * `ssl_verify_mode` 0 (none), 1 (ask for a client certificate, verify
 //!   it if sent), 2 and 3 (require one; TLS has no renegotiation here, so
-//!   "verify once" is 2), against `ssl_ca_cert`;
+//!   "verify once" is 2), against `ssl_ca_cert`; a `btls:` listener uses 0
+//!   and an `mtls:` one 2 whatever the option says (`listen_mode`), so the
+//!   context keeps one configuration per rule, each with its own session
+//!   cache (a session made where no certificate was asked for must not
+//!   resume where one is required);
 //! * `ssl_min_version` 2 (TLS 1.2) or 3 (TLS 1.3); 0 and 1 (TLS 1.0/1.1)
 //!   are accepted with a warning: rustls has no TLS 1.0/1.1, so 1.2 is the
 //!   floor;
@@ -23,12 +27,15 @@
 //!   structure kernel TLS would plug into (rustls's handshake, then the
 //!   traffic secrets handed over), but this kernel has no `tls` ULP.
 
+use crate::config::listen_mode::PeerRule;
 use crate::net::tls::TlsCounters;
-use rustls::crypto::CryptoProvider;
+use rustls::client::danger::HandshakeSignatureValid;
+use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::server::{NoServerSessionStorage, ServerSessionMemoryCache, StoresServerSessions, WebPkiClientVerifier};
-use rustls::{RootCertStore, ServerConfig, SupportedCipherSuite};
+use rustls::{CertificateError, DigitallySignedStruct, DistinguishedName, RootCertStore, ServerConfig, SignatureScheme, SupportedCipherSuite};
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::{Arc, RwLock};
 
@@ -235,9 +242,39 @@ impl StoresServerSessions for CountingCache {
     }
 }
 
+/// An `mtls:` listener's verifier when no `ssl_ca_cert` is given: a client
+/// certificate is required and none can be verified, so every handshake
+/// fails, as memcached's (OpenSSL verifies against an empty store; it has
+/// no default CA paths).
+#[derive(Debug)]
+struct NoTrustAnchors(WebPkiSupportedAlgorithms);
+
+impl ClientCertVerifier for NoTrustAnchors {
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        &[]
+    }
+    fn verify_client_cert(&self, _: &CertificateDer<'_>, _: &[CertificateDer<'_>], _: UnixTime) -> Result<ClientCertVerified, rustls::Error> {
+        Err(rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer))
+    }
+    fn verify_tls12_signature(&self, _: &[u8], _: &CertificateDer<'_>, _: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, rustls::Error> {
+        Err(rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer))
+    }
+    fn verify_tls13_signature(&self, _: &[u8], _: &CertificateDer<'_>, _: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, rustls::Error> {
+        Err(rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer))
+    }
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_schemes()
+    }
+}
+
 /// Build the rustls configuration from the settings (start-up and
 /// `refresh_certs`): reads the certificate, key and CA files again.
 pub fn build_config(s: &TlsSettings, counters: &Arc<TlsCounters>) -> Result<ServerConfig, String> {
+    build_config_for(s, counters, PeerRule::Global)
+}
+
+/// The configuration of the listeners with one client-certificate rule.
+pub fn build_config_for(s: &TlsSettings, counters: &Arc<TlsCounters>, rule: PeerRule) -> Result<ServerConfig, String> {
     let provider = Arc::new(provider(s)?);
     let (certs, key) = load_identity(s)?;
     let versions: &[&rustls::SupportedProtocolVersion] =
@@ -245,10 +282,16 @@ pub fn build_config(s: &TlsSettings, counters: &Arc<TlsCounters>) -> Result<Serv
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(versions)
         .map_err(|e| format!("TLS configuration: {e}"))?;
-    let builder = if s.verify_mode == 0 {
+    let verify_mode = rule.verify_mode(s.verify_mode);
+    let builder = if verify_mode == 0 {
         builder.with_no_client_auth()
     } else {
         let Some(ca) = &s.ca_cert else {
+            if rule == PeerRule::Required {
+                // The start-up warning said so (config::parse_args).
+                let verifier = NoTrustAnchors(provider.signature_verification_algorithms);
+                return finish(builder.with_client_cert_verifier(Arc::new(verifier)), certs, key, s, counters);
+            }
             return Err(format!("ssl_verify_mode={} needs -o ssl_ca_cert (the CA client certificates are verified against)", s.verify_mode));
         };
         let pem = read_file(&s.ca_cert).map_err(|e| format!("Error loading the CA certificate: {e}"))?;
@@ -258,10 +301,22 @@ pub fn build_config(s: &TlsSettings, counters: &Arc<TlsCounters>) -> Result<Serv
             roots.add(cert).map_err(|e| format!("Error loading the CA certificate: {ca} : {e}"))?;
         }
         let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
-        let verifier = if s.verify_mode == 1 { verifier.allow_unauthenticated() } else { verifier };
+        let verifier = if verify_mode == 1 { verifier.allow_unauthenticated() } else { verifier };
         let verifier = verifier.build().map_err(|e| format!("Error loading the CA certificate: {ca} : {e}"))?;
         builder.with_client_cert_verifier(verifier)
     };
+    finish(builder, certs, key, s, counters)
+}
+
+/// The server's identity and session settings on a configuration whose
+/// client-certificate rule is chosen.
+fn finish(
+    builder: rustls::ConfigBuilder<ServerConfig, rustls::server::WantsServerCert>,
+    certs: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+    s: &TlsSettings,
+    counters: &Arc<TlsCounters>,
+) -> Result<ServerConfig, String> {
     let mut config = builder
         .with_single_cert(certs, key)
         .map_err(|e| format!("Error validating the certificate: {e}"))?;
@@ -279,11 +334,28 @@ pub fn build_config(s: &TlsSettings, counters: &Arc<TlsCounters>) -> Result<Serv
     Ok(config)
 }
 
-/// What every TLS listener shares: the current configuration and the
+/// One configuration per client-certificate rule, indexed as
+/// [`PeerRule::ALL`].
+type Configs = [Arc<ServerConfig>; 3];
+
+fn build_all(s: &TlsSettings, counters: &Arc<TlsCounters>) -> Result<Configs, String> {
+    let [g, n, r] = PeerRule::ALL.map(|rule| build_config_for(s, counters, rule).map(Arc::new));
+    Ok([g?, n?, r?])
+}
+
+fn index(rule: PeerRule) -> usize {
+    match rule {
+        PeerRule::Global => 0,
+        PeerRule::NoPeer => 1,
+        PeerRule::Required => 2,
+    }
+}
+
+/// What every TLS listener shares: the current configurations and the
 /// counters of `stats`.
 pub struct TlsContext {
     pub settings: TlsSettings,
-    config: RwLock<Arc<ServerConfig>>,
+    config: RwLock<Configs>,
     pub counters: Arc<TlsCounters>,
     /// Relative time (`Clock::now`) of the last successful (re)load.
     last_refresh: AtomicU32,
@@ -293,25 +365,29 @@ impl TlsContext {
     /// Load everything at start-up; the error is memcached's message.
     pub fn new(settings: &TlsSettings, now: u32) -> Result<TlsContext, String> {
         let counters = Arc::new(TlsCounters::default());
-        let config = build_config(settings, &counters)?;
+        let config = build_all(settings, &counters)?;
         Ok(TlsContext {
             settings: settings.clone(),
-            config: RwLock::new(Arc::new(config)),
+            config: RwLock::new(config),
             counters,
             last_refresh: AtomicU32::new(now),
         })
     }
 
-    /// The configuration a new connection starts from.
-    pub fn config(&self) -> Arc<ServerConfig> {
-        self.config.read().unwrap_or_else(|e| e.into_inner()).clone()
+    /// The configuration a new connection on a listener with `rule`
+    /// starts from.
+    pub fn config(&self, rule: PeerRule) -> Arc<ServerConfig> {
+        self.config.read().unwrap_or_else(|e| e.into_inner())[index(rule)].clone()
     }
 
-    /// `refresh_certs`: read the files again. On error the old
-    /// configuration stays; connections already open keep theirs.
+    /// `refresh_certs` and SIGHUP (the one reload of both): read the files
+    /// again. On error every old configuration stays (memcached keeps its
+    /// context) and the error is memcached's message; connections already
+    /// open keep theirs. `time_since_server_cert_refresh` restarts only on
+    /// success.
     pub fn refresh(&self, now: u32) -> Result<(), String> {
-        let config = build_config(&self.settings, &self.counters)?;
-        *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(config);
+        let config = build_all(&self.settings, &self.counters)?;
+        *self.config.write().unwrap_or_else(|e| e.into_inner()) = config;
         self.last_refresh.store(now, Relaxed);
         Ok(())
     }
@@ -322,15 +398,15 @@ impl TlsContext {
 
     /// A new server side of a client connection: rustls's unbuffered API,
     /// for the handshake only (`net::tls`).
-    pub fn accept_unbuffered(&self) -> Result<rustls::server::UnbufferedServerConnection, rustls::Error> {
-        rustls::server::UnbufferedServerConnection::new(self.config())
+    pub fn accept_unbuffered(&self, rule: PeerRule) -> Result<rustls::server::UnbufferedServerConnection, rustls::Error> {
+        rustls::server::UnbufferedServerConnection::new(self.config(rule))
     }
 
     /// A new server side of an admin (HTTPS) connection, rustls all the
     /// way; its per-connection output bound is `ssl_wbuf_size` (at least
     /// one full record).
     pub fn accept(&self) -> Result<rustls::ServerConnection, rustls::Error> {
-        let mut conn = rustls::ServerConnection::new(self.config())?;
+        let mut conn = rustls::ServerConnection::new(self.config(PeerRule::Global))?;
         conn.set_buffer_limit(Some(self.settings.wbuf_size.max(16 * 1024 + 512)));
         Ok(conn)
     }

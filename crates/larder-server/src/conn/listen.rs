@@ -5,10 +5,13 @@
 //! is told `ERROR Too many open connections` and closed, and counted in
 //! `rejected_connections`, as memcached does. Accepted connections are dealt
 //! round-robin to the workers. A TLS listener's connections get their
-//! rustls state here, from the configuration current at accept
-//! (`refresh_certs` changes it for later connections only); the handshake
-//! itself runs on the worker, like any other read and write.
+//! rustls state here, from the configuration current at accept for the
+//! listener's client-certificate rule (`-l btls:`/`mtls:`,
+//! `config::listen_mode`; `refresh_certs` and SIGHUP change it for later
+//! connections only); the handshake itself runs on the worker, like any
+//! other read and write.
 
+use crate::config::listen_mode::{ListenMode, PeerRule};
 use crate::config::Settings;
 use crate::net::registry::{ConnInfo, ConnState};
 use crate::state::server::Server;
@@ -26,9 +29,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub enum Listener {
-    /// A TCP listener, its `stats conns` label, and whether its connections
-    /// speak TLS (`-Z`, unless `-l notls:…`).
-    Tcp(TcpListener, String, bool),
+    /// A TCP listener, its `stats conns` label, and the client-certificate
+    /// rule of its TLS connections (`None`: plain; `-Z` makes every
+    /// listener TLS unless `-l notls:…`).
+    Tcp(TcpListener, String, Option<PeerRule>),
     Unix(UnixListener, String),
 }
 
@@ -156,11 +160,10 @@ pub fn bind_all(s: &Settings) -> Result<Bound, String> {
     // -1: any free port (the kernel picks one: port 0)
     let (tcp_port, udp_port) = (s.port.max(0) as u16, s.udp_port.max(0) as u16);
     for entry in &entries {
-        // memcached's `notls:` prefix: this listener stays plain under -Z.
-        let (entry, tls) = match entry.strip_prefix("notls:") {
-            Some(rest) => (rest, false),
-            None => (entry.as_str(), s.tls.enabled),
-        };
+        // memcached's `notls:`, `btls:` and `mtls:` prefixes (checked
+        // against -Z when the settings were parsed).
+        let (mode, entry) = ListenMode::split(entry);
+        let tls = mode.tls(s.tls.enabled);
         let addrs = resolve(entry, tcp_port).map_err(|e| format!("failed to resolve -l {entry}: {e}"))?;
         for addr in addrs {
             if s.port != 0 || entry.contains(':') {
@@ -255,7 +258,10 @@ pub fn run_acceptor(srv: Arc<Server>, mut listeners: Vec<Listener>, inboxes: Vec
                 let accepted = match l {
                     Listener::Tcp(t, label_l, tls) => t.accept().and_then(|(s, peer)| {
                         let _ = s.set_nodelay(true);
-                        let stream = if *tls { tls_stream(&srv, s)? } else { Stream::Tcp(s) };
+                        let stream = match tls {
+                            Some(rule) => tls_stream(&srv, s, *rule)?,
+                            None => Stream::Tcp(s),
+                        };
                         Ok((stream, label("tcp", &peer), label_l.clone()))
                     }),
                     Listener::Unix(u, label_l) => u.accept().map(|(s, _)| (Stream::Unix(s), label_l.clone(), label_l.clone())),
@@ -281,9 +287,9 @@ pub fn run_acceptor(srv: Arc<Server>, mut listeners: Vec<Listener>, inboxes: Vec
 }
 
 /// The server side of a TLS connection (its handshake runs on the worker).
-fn tls_stream(srv: &Server, s: mio::net::TcpStream) -> io::Result<Stream> {
+fn tls_stream(srv: &Server, s: mio::net::TcpStream, rule: PeerRule) -> io::Result<Stream> {
     let ctx = srv.access().tls.as_ref().ok_or_else(|| io::Error::other("TLS listener without a TLS context"))?;
-    let conn = ctx.accept_unbuffered().map_err(io::Error::other)?;
+    let conn = ctx.accept_unbuffered(rule).map_err(io::Error::other)?;
     Ok(Stream::Tls(Box::new(TlsStream::new(s, conn, ctx.counters.clone(), ctx.settings.wbuf_size))))
 }
 

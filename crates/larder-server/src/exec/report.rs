@@ -345,6 +345,8 @@ fn general(srv: &Server, s: &mut Snapshot) {
             s.u64("ssl_new_sessions", tls.counters.new_sessions.load(std::sync::atomic::Ordering::Relaxed));
         }
         s.u64("ssl_handshake_errors", tls.counters.handshake_errors.load(std::sync::atomic::Ordering::Relaxed));
+        // memcached 1.6.30 and later, between these two.
+        s.u64("ssl_proto_errors", tls.counters.proto_errors.load(std::sync::atomic::Ordering::Relaxed));
         s.u64("time_since_server_cert_refresh", tls.seconds_since_refresh(srv.clock().now()) as u64);
     }
     s.u64("unexpected_napi_ids", 0);

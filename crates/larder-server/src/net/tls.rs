@@ -39,11 +39,23 @@ use std::sync::Arc;
 /// connection and the listener that made them.
 #[derive(Default, Debug)]
 pub struct TlsCounters {
-    /// Handshakes that failed (bad ClientHello, refused version or client
-    /// certificate, peer gone or timed out before finishing).
+    /// Handshakes that failed before the server answered (a bad
+    /// ClientHello, a refused version, the peer gone), and handshakes
+    /// larder ended (`ssl_handshake_timeout`).
     pub handshake_errors: AtomicU64,
     /// Sessions the server-side cache stored (`-o ssl_session_cache`).
     pub new_sessions: AtomicU64,
+    /// memcached 1.6.30's `ssl_proto_errors`, a fatal error of its
+    /// SSL_read or SSL_write: a connection ended by a TLS protocol error
+    /// after the server's first handshake flight, which memcached sends
+    /// from its SSL_accept at accept time, so the rest of the handshake
+    /// runs in SSL_read: a refused client certificate (`mtls:`,
+    /// `ssl_verify_mode` 2 and 3), a fatal alert from the client or the
+    /// client leaving during the handshake; on an established connection a
+    /// record that does not open or is out of place, a fatal alert. An end
+    /// of an established connection without close_notify is not one
+    /// (memcached skips that case too).
+    pub proto_errors: AtomicU64,
 }
 
 /// The receive buffer's size once the handshake is done: one record of
@@ -86,6 +98,9 @@ pub struct TlsStream {
     eof: bool,
     /// A failure was already counted (a handshake error counts once).
     failed: bool,
+    /// Our first handshake flight is encoded: a failure from here on is a
+    /// protocol error, not a handshake error (see [`TlsCounters`]).
+    answered: bool,
     counters: Arc<TlsCounters>,
 }
 
@@ -121,6 +136,7 @@ impl TlsStream {
             tx_cap: wbuf_size.max(TX_MIN),
             eof: false,
             failed: false,
+            answered: false,
             counters,
         }
     }
@@ -152,7 +168,7 @@ impl TlsStream {
     }
 
     /// The server closes the connection. A handshake that never completed
-    /// (timed out, or the peer left) counts as memcached's
+    /// and was not counted when it failed (it timed out) counts in
     /// `ssl_handshake_errors`; an established connection gets a
     /// close_notify first if the socket takes it (as memcached's
     /// SSL_shutdown), so the client sees an orderly end rather than a
@@ -160,7 +176,12 @@ impl TlsStream {
     /// closed socket).
     pub fn abandon(&mut self) {
         match &mut self.phase {
-            Phase::Handshake(_) => self.count_failure(),
+            // The server ends it (larder's handshake timeout, a shutdown):
+            // a handshake error whatever was sent.
+            Phase::Handshake(_) if !self.failed => {
+                self.failed = true;
+                self.counters.handshake_errors.fetch_add(1, Relaxed);
+            }
             // After the peer's close_notify too: TLS 1.2 wants one back.
             Phase::Traffic(t) if !self.eof && !t.sent_close => {
                 t.sent_close = true;
@@ -172,10 +193,15 @@ impl TlsStream {
         }
     }
 
+    /// The handshake fails on the peer's side (what it sent, or its
+    /// leaving): counted once, as memcached counts it (see
+    /// [`TlsCounters`]): a handshake error before our first flight, a
+    /// protocol error after it.
     fn count_failure(&mut self) {
         if !self.failed && self.is_handshaking() {
             self.failed = true;
-            self.counters.handshake_errors.fetch_add(1, Relaxed);
+            let counter = if self.answered { &self.counters.proto_errors } else { &self.counters.handshake_errors };
+            counter.fetch_add(1, Relaxed);
         }
     }
 
@@ -302,6 +328,7 @@ impl TlsStream {
                     match e.encode(&mut self.tx[self.tend..]) {
                         Ok(n) => {
                             self.tend += n;
+                            self.answered = true;
                             break Step::Continue;
                         }
                         // Our own handshake flight (certificates): sized by
@@ -470,9 +497,10 @@ impl TlsStream {
         }
     }
 
-    /// The connection ends on an error: our alert out if the socket takes
-    /// it, and every later call fails.
+    /// The connection ends on a protocol error (`ssl_proto_errors`): our
+    /// alert out if the socket takes it, and every later call fails.
     fn stop(&mut self, stop: Stop) -> io::Error {
+        self.counters.proto_errors.fetch_add(1, Relaxed);
         let why = match stop {
             Stop::Alert(f) => {
                 if let Phase::Traffic(t) = &mut self.phase {
