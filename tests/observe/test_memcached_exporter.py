@@ -23,6 +23,11 @@ test_stats_fields_the_exporter_reads needs no exporter: it checks the same
 contract one level down, on the `stats` / `stats settings` / `stats items` /
 `stats slabs` fields memcached_exporter v0.16.0 reads (pkg/exporter/exporter.go),
 against memcached 1.6.18's replies, with the same exclusions.
+test_stats_fields_the_exporter_reads_from_1638 does it against memcached
+1.6.38 (Debian trixie, the chroot scripts/test builds): the fields the exporter
+reads from today's memcached, values included where the exporter parses them
+(a number, or `yes`/`no` for its boolean settings), so a field larder names
+alike but fills with something the exporter cannot parse fails too.
 """
 
 import os
@@ -39,6 +44,7 @@ from prometheus_client.parser import text_string_to_metric_families
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "lib"))
 import larder_servers  # noqa: E402
+import memcached_1638  # noqa: E402
 import needs  # noqa: E402
 
 NO_SEGMENTED_LRU = (
@@ -351,6 +357,79 @@ def test_stats_fields_the_exporter_reads(servers):
     assert not missing, f"larder lacks fields memcached_exporter reads: {missing}"
     assert not stale, f"excluded fields larder now has (drop the exclusion): {stale}"
     # each exclusion names fields memcached 1.6.18 really has
+    for fam, (group, fields, _) in EXCLUDED.items():
+        for f in fields:
+            assert f in got["memcached"][group], (fam, group, f)
+
+
+# stats settings fields memcached_exporter reads as booleans (parseBoolAndNewMetric: "yes" or "no").
+EXPORTER_BOOLS = {("settings", "lru_crawler"), ("settings", "lru_maintainer_thread")}
+
+
+def _parses_as_exporter_reads(group, field, value):
+    """Whether memcached_exporter can read `value`: `yes`/`no` for its booleans, rusage as seconds
+    (parseTimevalAndNewMetric), everything else a float (strconv.ParseFloat)."""
+    if (group, field) in EXPORTER_BOOLS:
+        return value in ("yes", "no")
+    try:
+        float(value)
+        return True
+    except ValueError:
+        return False
+
+
+def _values(groups):
+    """Per group, field name (slab class stripped, as field_names) -> one of its values."""
+    out = {}
+    for g, fields in groups.items():
+        names = field_names({g: {k: None for k in fields}})[g]
+        vals = {}
+        for k, v in fields.items():
+            for n in names:
+                if k == n or k.endswith(":" + n):
+                    vals[n] = v
+        out[g] = vals
+    return out
+
+
+def test_stats_fields_the_exporter_reads_from_1638():
+    """The exporter's fields against memcached 1.6.38: every one 1.6.38 gives (and the exporter
+    reads for a server without extstore or proxy) larder gives too, in a form the exporter parses,
+    except the EXCLUDED families larder cannot have."""
+    why = memcached_1638.available()
+    if why:
+        pytest.fail(why)  # scripts/test builds the chroot: never a skip
+    started = []
+    try:
+        for name, binary in (("larder", larder_servers.larder_bin()), ("memcached", memcached_1638.binary())):
+            srv = larder_servers.Server(binary, name=f"{name}-exporter-1638-test")
+            srv.start()
+            started.append(srv)
+        got = {}
+        for name, srv in zip(("larder", "memcached"), started):
+            drive_traffic(srv.port)
+            got[name] = _values(stats_groups(srv.port))
+    finally:
+        for srv in started:
+            srv.stop()
+    excluded = {(g, f) for g, fields, _ in EXCLUDED.values() for f in fields}
+    missing, unparsable, stale = [], [], []
+    for group, fields in EXPORTER_READS.items():
+        for f in fields:
+            if f not in got["memcached"][group]:
+                continue  # the exporter skips it for memcached 1.6.38 too
+            if (group, f) in excluded:
+                if f in got["larder"][group]:
+                    stale.append(f"stats {group}: {f}")
+                continue
+            if f not in got["larder"][group]:
+                missing.append(f"stats {group}: {f}")
+            elif _parses_as_exporter_reads(group, f, got["memcached"][group][f]) and \
+                    not _parses_as_exporter_reads(group, f, got["larder"][group][f]):
+                unparsable.append(f"stats {group}: {f} = {got['larder'][group][f]!r}")
+    assert not missing, f"larder lacks fields memcached_exporter reads from 1.6.38: {missing}"
+    assert not unparsable, f"fields the exporter cannot parse from larder: {unparsable}"
+    assert not stale, f"excluded fields larder now has (drop the exclusion): {stale}"
     for fam, (group, fields, _) in EXCLUDED.items():
         for f in fields:
             assert f in got["memcached"][group], (fam, group, f)

@@ -41,7 +41,6 @@ OK_1643 = b"OK\r\n"    # memcached 1.6.43 began lru_crawler dumps with it (1.6.1
 ITEMS3 = b"set a 1 0 1\r\nA\r\nset b 2 0 2\r\nBB\r\nset c 3 0 3\r\nCCC\r\n"
 B64_CRLF = b"YQ0KYg=="   # base64 of b"a\r\nb": a key only the b flag can carry
 
-GAP_WATCH_DEL = "#27: watch deletions (1.6.20) not implemented"
 GAP_CRAWL = "larder answers ERROR to lru_crawler crawl (memcached 1.6.18 and 1.6.38: OK)"
 GAP_FLAGS_SIZE = "#27: stats settings lacks client_flags_size (1.6.22)"
 GAP_ADMIN = "#27: memcached's slab/LRU tuning commands answer ERROR in larder"
@@ -73,9 +72,18 @@ CASES = [
     # ---- watch deletions (1.6.20) -----------------------------------------------------
     Case("watch deletions: delete and md", [(1, b"watch deletions\r\n", "quiet")] +
          s(SET_K, b"delete k\r\n", b"delete k\r\n", SET_K, b"md k\r\n", b"md k q\r\n") +
-         [(1, b"", "quiet")], xfail=GAP_WATCH_DEL),
+         [(1, b"", "quiet")]),
     Case("watch deletions and mutations", [(1, b"watch deletions mutations\r\n", "quiet")] +
-         s(SET_K, b"delete k\r\n") + [(1, b"", "quiet")], xfail=GAP_WATCH_DEL),
+         s(SET_K, b"delete k\r\n") + [(1, b"", "quiet")]),
+    # md x logs the emptied item (size=0); md I (stale), a CAS mismatch, a miss and an expired item log nothing
+    Case("watch deletions: md x, I, C, misses", [(1, b"watch deletions\r\n", "quiet")] +
+         s(b"set k 0 0 5\r\nhello\r\n", b"md k x\r\n", b"mg k s v\r\n", b"md k I\r\n", b"md k C1\r\n",
+           b"md nope\r\n", b"set e 0 -1 1\r\nx\r\n", b"delete e\r\n", b"md k\r\n",
+           b"set " + b"a%20b" + b" 0 0 3\r\nabc\r\n", b"delete a%20b noreply\r\n") +
+         [(1, b"", "quiet")]),
+    Case("watch deletions with fetchers", [(1, b"watch fetchers deletions\r\n", "quiet")] +
+         s(b"set k 0 0 3\r\nabc\r\n", b"delete k\r\n", b"ms m 2\r\nzz\r\n", b"md m q\r\n", b"mn\r\n") +
+         [(1, b"", "quiet")]),
     Case("watch mutations (1.6.18 behaviour)", [(1, b"watch mutations\r\n", "quiet")] +
          s(SET_K, b"ms m 1 T0\r\nz\r\n") + [(1, b"", "quiet")]),
     # ---- ms s, ms N in append mode (1.6.20) -------------------------------------------

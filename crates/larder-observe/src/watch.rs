@@ -11,6 +11,7 @@
 //! ts=<sec>.<usec> gid=<n> type=item_get key=<k> status=<found|not_found|flushed|expired> clsid=<c> cfd=<fd> size=<value bytes>
 //! ts=<sec>.<usec> gid=<n> type=item_store key=<k> status=<not_stored|stored|exists|not_found|too_large|no_memory> cmd=<add|set|replace|append|prepend|cas> ttl=<s> clsid=<c> cfd=<fd> size=<value bytes>
 //! ts=<sec>.<usec> gid=<n> type=eviction key=<k> fetch=<yes|no> ttl=<s left or -1> la=<s since last access> clsid=<c> size=<value bytes>
+//! ts=<sec>.<usec> gid=<n> type=deleted key=<k> cmd=<delete|md> clsid=<c> size=<value bytes>
 //! ts=<sec>.<usec> gid=<n> type=conn_new rip=<ip|unix> rport=<port|0> transport=<tcp|local> cfd=<fd>
 //! ts=<sec>.<usec> gid=<n> type=conn_close rip=<ip|unix> rport=<port|0> transport=<tcp|local> reason=<error|normal|idle_timeout|shutdown> cfd=<fd>
 //! ```
@@ -45,11 +46,20 @@ pub struct WatchFlags {
     pub proxyreqs: bool,
     pub proxyevents: bool,
     pub proxyuser: bool,
+    /// `deletions` (memcached 1.6.20): one `type=deleted` line per item a
+    /// `delete` or `md` removed.
+    pub deletions: bool,
 }
 
 impl WatchFlags {
     /// Parses the tokens after `watch`; `None` for an unknown word
     /// (memcached answers `ERROR`). No tokens = `fetchers`.
+    ///
+    /// As memcached 1.6.40 and later (its new request parser compares a
+    /// token with `strncmp(token, word, token_len)`), a token names the
+    /// first word in memcached's order that it begins: `watch fetch` is
+    /// `fetchers`, `watch proxy` is `proxyreqs`. 1.6.18 to 1.6.39 wanted
+    /// the whole word.
     pub fn parse(tokens: &[&[u8]]) -> Option<Self> {
         let mut f = WatchFlags::default();
         if tokens.is_empty() {
@@ -57,18 +67,21 @@ impl WatchFlags {
             return Some(f);
         }
         for t in tokens {
-            match *t {
-                b"fetchers" => f.fetchers = true,
-                b"mutations" => f.mutations = true,
-                b"evictions" => f.evictions = true,
-                b"rawcmds" => f.rawcmds = true,
-                b"sysevents" => f.sysevents = true,
-                b"connevents" => f.connevents = true,
-                b"proxyreqs" => f.proxyreqs = true,
-                b"proxyevents" => f.proxyevents = true,
-                b"proxyuser" => f.proxyuser = true,
-                _ => return None,
-            }
+            // memcached 1.6.45's order of comparisons (proto_text.c).
+            let words: [(&[u8], &mut bool); 10] = [
+                (b"rawcmds", &mut f.rawcmds),
+                (b"evictions", &mut f.evictions),
+                (b"fetchers", &mut f.fetchers),
+                (b"mutations", &mut f.mutations),
+                (b"sysevents", &mut f.sysevents),
+                (b"connevents", &mut f.connevents),
+                (b"proxyreqs", &mut f.proxyreqs),
+                (b"proxyevents", &mut f.proxyevents),
+                (b"proxyuser", &mut f.proxyuser),
+                (b"deletions", &mut f.deletions),
+            ];
+            let field = words.into_iter().find(|(word, _)| !t.is_empty() && word.starts_with(t))?;
+            *field.1 = true;
         }
         Some(f)
     }
@@ -218,6 +231,30 @@ pub fn eviction(out: &mut Vec<u8>, ts: Timestamp, gid: u64, key: &[u8], fetched:
     out.push(b'\n');
 }
 
+/// `cmd=` of a `type=deleted` line: the command that removed the item.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeleteCmd {
+    Delete,
+    Md,
+}
+
+/// `type=deleted` (watch `deletions`, memcached 1.6.20): an item a text
+/// `delete` or a meta `md` removed (or, `md x`, emptied: then `size` is 0,
+/// the emptied item's). `size`: the value length without `\r\n`.
+pub fn deleted(out: &mut Vec<u8>, ts: Timestamp, gid: u64, key: &[u8], cmd: DeleteCmd, clsid: u32, size: u64) {
+    head(out, ts, gid, b"deleted");
+    uriencode(out, key);
+    out.extend_from_slice(match cmd {
+        DeleteCmd::Delete => b" cmd=delete",
+        DeleteCmd::Md => b" cmd=md",
+    });
+    out.extend_from_slice(b" clsid=");
+    push_u64(out, clsid as u64);
+    out.extend_from_slice(b" size=");
+    push_u64(out, size);
+    out.push(b'\n');
+}
+
 /// `type=conn_new` (`reason: None`) or `type=conn_close` (watch
 /// `connevents`); `rip`/`rport` as memcached prints them (IPv6 without
 /// brackets; a Unix socket peer is `unix` / `0`).
@@ -280,5 +317,26 @@ mod tests {
         assert!(f.fetchers && f.mutations && f.evictions && !f.rawcmds);
         assert_eq!(WatchFlags::parse(&[]).unwrap(), WatchFlags { fetchers: true, ..Default::default() });
         assert!(WatchFlags::parse(&[b"bogus"]).is_none());
+        let d = WatchFlags::parse(&[b"deletions"]).unwrap();
+        assert_eq!(d, WatchFlags { deletions: true, ..Default::default() });
+        // 1.6.40+: a token that begins a word names the first such word.
+        assert_eq!(WatchFlags::parse(&[b"fetch"]).unwrap(), WatchFlags { fetchers: true, ..Default::default() });
+        assert_eq!(WatchFlags::parse(&[b"proxy"]).unwrap(), WatchFlags { proxyreqs: true, ..Default::default() });
+        assert_eq!(WatchFlags::parse(&[b"del"]).unwrap(), d);
+        assert!(WatchFlags::parse(&[b"deletionsx"]).is_none());
+        assert!(WatchFlags::parse(&[b"fetchers", b"x"]).is_none());
+    }
+
+    #[test]
+    fn deleted_line_matches_memcached() {
+        // memcached's logger.c format: key URI-encoded, size without CRLF.
+        let mut out = Vec::new();
+        deleted(&mut out, Timestamp { secs: 1795260382, usecs: 5 }, 7, b"a b", DeleteCmd::Delete, 1, 3);
+        deleted(&mut out, Timestamp { secs: 1795260382, usecs: 6 }, 8, b"k", DeleteCmd::Md, 1, 0);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "ts=1795260382.5 gid=7 type=deleted key=a%20b cmd=delete clsid=1 size=3\n\
+             ts=1795260382.6 gid=8 type=deleted key=k cmd=md clsid=1 size=0\n"
+        );
     }
 }

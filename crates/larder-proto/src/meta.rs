@@ -64,7 +64,7 @@
 
 use crate::block::{self, Block, Input};
 use crate::reply::push_u64;
-use crate::number::{safe_i32, safe_u32, safe_u64};
+use crate::number::{strict_i32, strict_u32, strict_u64};
 use crate::outcome::{item_size, Limits, Outcome, StoreCommand, BAD_DATA_CHUNK, BAD_FORMAT, ERROR, KEY_MAX_LENGTH};
 
 /// What [`parse`] found: a meta request, or why there is none.
@@ -487,6 +487,12 @@ pub(crate) fn parse<'a>(
     request(req)
 }
 
+/// A numeric flag's argument, for memcached 1.6.45's strict readers
+/// ([`crate::number`]): a flag with nothing after its letter is refused.
+fn flag_arg(arg: &[u8]) -> Option<&[u8]> {
+    (!arg.is_empty()).then_some(arg)
+}
+
 /// `ms <key> <datalen> <flags>*\r\n<data>\r\n`
 fn set<'a>(
     mut req: MetaRequest<'a>,
@@ -496,7 +502,7 @@ fn set<'a>(
     consumed: usize,
     limits: &Limits,
 ) -> Parsed<'a> {
-    let vlen = match toks.next().and_then(safe_i32) {
+    let vlen = match toks.next().and_then(strict_i32) {
         Some(v) if (0..=i32::MAX - 2).contains(&v) => v as usize,
         _ => return error(BAD_FORMAT, consumed, 0),
     };
@@ -581,15 +587,15 @@ fn preparse<'a>(
                     None => failed = Some(DECODING_KEY),
                 }
             }
-            b'N' => match safe_i32(arg) {
+            b'N' => match flag_arg(arg).and_then(strict_i32) {
                 Some(v) => f.vivify_ttl = Some(v),
                 None => failed = Some(BAD_TOKEN),
             },
-            b'T' => match safe_i32(arg) {
+            b'T' => match flag_arg(arg).and_then(strict_i32) {
                 Some(v) => f.ttl = Some(v),
                 None => failed = Some(BAD_TOKEN),
             },
-            b'R' => match safe_i32(arg) {
+            b'R' => match flag_arg(arg).and_then(strict_i32) {
                 Some(v) => f.recache_ttl = Some(v),
                 None => failed = Some(BAD_TOKEN),
             },
@@ -597,17 +603,17 @@ fn preparse<'a>(
             // `x` (1.6.27): `md` empties the value; the others ignore it.
             b'l' | b'P' | b'L' | b'k' | b's' | b't' | b'c' | b'f' | b'v' | b'h' | b'u' | b'q'
             | b'I' | b'x' => {}
-            b'F' => match safe_u32(arg) {
+            b'F' => match flag_arg(arg).and_then(strict_u32) {
                 Some(v) => f.client_flags = v,
                 None => failed = Some(failed.unwrap_or(BAD_FORMAT)),
             },
-            b'C' => match safe_u64(arg) {
+            b'C' => match flag_arg(arg).and_then(strict_u64) {
                 Some(v) => f.cas = Some(v),
                 None => failed = Some(BAD_TOKEN),
             },
             // `E<cas>` (1.6.27): the CAS a write gives the item; 1.6.18
             // answers `invalid flag`.
-            b'E' => match safe_u64(arg) {
+            b'E' => match flag_arg(arg).and_then(strict_u64) {
                 Some(v) => f.new_cas = Some(v),
                 None => failed = Some(BAD_TOKEN),
             },
@@ -618,11 +624,11 @@ fn preparse<'a>(
                     f.mode = Some(tok[1])
                 }
             }
-            b'J' => match safe_u64(arg) {
+            b'J' => match flag_arg(arg).and_then(strict_u64) {
                 Some(v) => f.initial = v,
                 None => failed = Some(INVALID_INITIAL),
             },
-            b'D' => match safe_u64(arg) {
+            b'D' => match flag_arg(arg).and_then(strict_u64) {
                 Some(v) => f.delta = v,
                 None => failed = Some(INVALID_DELTA),
             },

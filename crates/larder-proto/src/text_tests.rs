@@ -145,6 +145,8 @@ fn gat_and_gats() {
     assert_eq!(err(b"gat x\r\n"), INVALID_EXPTIME);
     assert_eq!(err(b"gat\r\n"), ERROR);
     // The exptime is a number, not a key: its length is not limited.
+    // (memcached 1.6.45 reads text exptimes, deltas and uniques strictly;
+    // larder keeps strtol's rules there for now: see crate::number.)
     let long_zero = [&b"gat "[..], &[b'0'; 300], b"1 k\r\n"].concat();
     assert!(matches!(req(&long_zero), Request::Gat { exptime: 1, .. }));
     // exptime is an int32_t in memcached.

@@ -495,3 +495,36 @@ fn watcher_logbuf_settings() {
     assert_eq!(get("watcher_logbuf_size").as_deref(), Some("8192"));
     assert_eq!(get("worker_logbuf_size").as_deref(), Some("32768"));
 }
+
+/// `watch deletions` (memcached 1.6.20), here spelt `del` as memcached
+/// 1.6.40+ accepts it: text `delete` and meta `md` are logged with the value
+/// size they removed; a binary delete, a miss, a CAS mismatch and `md I`
+/// are not (memcached logs deletions from its text and meta paths only).
+#[test]
+fn deletions_from_text_and_meta_only() {
+    let larder = Larder::start(&[]);
+    let mut w = watcher(larder.port, "del");
+    let mut c = Client::connect(larder.port);
+    for set in [&b"set a 0 0 3\r\nabc\r\n"[..], b"set b 0 0 2\r\nbb\r\n", b"set c 0 0 1\r\nc\r\n", b"set s 0 0 1\r\ns\r\n"] {
+        c.roundtrip(set, b"\r\n");
+    }
+    let mut b = Client::connect(larder.port);
+    b.send(&bin(0x04, b"c", b"", &[], 0));
+    bin_reply(&mut b);
+    c.roundtrip(b"delete a\r\n", b"DELETED\r\n");
+    c.roundtrip(b"md b C1\r\n", b"EX\r\n");
+    c.roundtrip(b"md b\r\n", b"HD\r\n");
+    c.roundtrip(b"delete a\r\n", b"NOT_FOUND\r\n");
+    c.roundtrip(b"md s I\r\n", b"HD\r\n");
+    c.roundtrip(b"set __end__ 0 0 1\r\nx\r\n", b"\r\n");
+    c.roundtrip(b"md __end__ x\r\n", b"HD\r\n");
+    let lines = normalise(&lines_until(&mut w, "key=__end__"));
+    assert_eq!(
+        lines,
+        [
+            "ts=T gid=+0 type=deleted key=a cmd=delete clsid=1 size=3",
+            "ts=T gid=+1 type=deleted key=b cmd=md clsid=1 size=2",
+            "ts=T gid=+2 type=deleted key=__end__ cmd=md clsid=1 size=0",
+        ]
+    );
+}

@@ -150,6 +150,19 @@ pub(crate) fn free_segment(shard: &dyn Candidates, protect: u32, now: Time) -> O
     segs.oldest_first().find(|&id| id != protect && (segs.get(id).all_expired(now) || shard.is_flushed(id)))
 }
 
+/// What the background reclaimer frees at `horizon` (its time, already
+/// behind the clock): [`free_segment`], except that flushed segments wait
+/// until the flush itself is at least as old as `horizon` (`flush_settled`).
+/// memcached leaves flushed items in place until they are read (counted in
+/// `get_flushed`) or its LRU crawler comes by; freeing them in the very
+/// second of the `flush_all` made a read right after it a plain miss,
+/// depending on when the reclaimer ran (memcached's t/stats.t). A store
+/// that needs the room takes them at once through [`free_segment`].
+pub(crate) fn reclaimable_in_background(shard: &dyn Candidates, horizon: Time, flush_settled: bool) -> Option<u32> {
+    let segs = shard.segs();
+    segs.oldest_first().find(|&id| segs.get(id).all_expired(horizon) || (flush_settled && shard.is_flushed(id)))
+}
+
 /// The regular segment with the fewest live bytes, if at most three
 /// quarters of it are live (compacting it frees a quarter of a segment or
 /// more, for at most three times as many bytes copied); never an open

@@ -575,7 +575,8 @@ impl Store {
             }
             let mut g = sh.0.lock().unwrap_or_else(|e| e.into_inner());
             g.apply_flush(flush, now, &self.pool);
-            while let Some(id) = evict::free_segment(&*g, 0, now) {
+            let flush_settled = g.flush_settled(now);
+            while let Some(id) = evict::reclaimable_in_background(&*g, now, flush_settled) {
                 let seg = g.evict_segment(id, now, d);
                 self.pool.give_back(seg.buf, seg.large);
                 freed += 1;

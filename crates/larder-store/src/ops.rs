@@ -166,7 +166,10 @@ impl<D: Departures> Reporting<'_, D> {
     }
 
     /// Frees every segment (and large object) whose items have all
-    /// expired or been flushed, without waiting for memory pressure, in the
+    /// expired by `now`, or were flushed by a `flush_all` applied at or
+    /// before `now` (the server passes a time a little behind its clock, so
+    /// a read just after the flush finds the item flushed, not gone),
+    /// without waiting for memory pressure, in the
     /// shards `part, part + parts, …` (so that `parts` callers — the
     /// server's workers, once a second — share the work). Items still
     /// indexed there count as `reclaimed`, as memcached's LRU crawler counts

@@ -146,6 +146,8 @@ pub(crate) struct Shard {
     flush_gen: u64,
     /// Last `flush_all` sequence number applied here.
     flush_seq: u32,
+    /// When that flush was applied here (the `now` it was applied at).
+    flushed_at: Time,
     /// Highest generation ever installed here.
     max_gen: u64,
     pub st: Counters,
@@ -189,6 +191,7 @@ impl Shard {
             open_main: 0,
             flush_gen: 0,
             flush_seq: 0,
+            flushed_at: 0,
             max_gen: 0,
             st: Counters::default(),
             hasher,
@@ -222,7 +225,11 @@ impl Shard {
     /// here found none (writes and touches only raise the true value, so a
     /// published value is a lower bound that a failed search refreshes).
     pub fn publish_free_at(&self) {
-        let at = self.segs.oldest_first().map(|id| if self.is_flushed(id) { 0 } else { self.segs.get(id).max_exp }).min();
+        let at = self
+            .segs
+            .oldest_first()
+            .map(|id| if self.is_flushed(id) { self.flushed_at } else { self.segs.get(id).max_exp })
+            .min();
         self.published.free_at.store(at.unwrap_or(u32::MAX), Relaxed);
     }
 
@@ -234,6 +241,7 @@ impl Shard {
         let at = word as u32;
         if seq != self.flush_seq && now >= at {
             self.flush_seq = seq;
+            self.flushed_at = now;
             self.flush_gen = self.max_gen;
             self.close_open(pool);
             let main = std::mem::replace(&mut self.open_main, 0);
@@ -246,6 +254,13 @@ impl Shard {
 
     pub fn is_flushed(&self, seg: u32) -> bool {
         self.segs.get(seg).gen <= self.flush_gen
+    }
+
+    /// Whether the latest flush here was applied at or before `horizon`:
+    /// the background reclaimer frees flushed segments only then (see
+    /// [`crate::evict::reclaimable_in_background`]).
+    pub fn flush_settled(&self, horizon: Time) -> bool {
+        self.flushed_at <= horizon
     }
 
     pub fn header(&self, loc: Loc) -> Header {

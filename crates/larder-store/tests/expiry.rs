@@ -120,3 +120,39 @@ fn cas_keeps_growing_when_a_key_changes_ttl_class() {
         assert_eq!((v, c), (value(round), cas));
     }
 }
+
+#[test]
+fn flushed_items_wait_for_the_reclaimer_until_the_flush_is_behind_its_horizon() {
+    // The server's reclaimer runs with a horizon a few seconds behind the
+    // clock; a read right after `flush_all` must find the item flushed
+    // (memcached's get_flushed, t/stats.t), whenever the reclaimer ran.
+    let s = store();
+    assert!(matches!(s.store(Mode::Set, b"a", 0, 0, b"x", 100), StoreResult::Stored(_)));
+    assert!(matches!(s.store(Mode::Set, b"b", 0, 0, b"y", 100), StoreResult::Stored(_)));
+    s.flush_all(103, 103);
+    assert_eq!(s.reclaim_expired(101, 0, 1), 0, "the flush is newer than the horizon");
+    assert_eq!(s.get(b"a", 103, |_| ()), Lookup::Flushed);
+    let freed = s.reclaim_expired(103, 0, 1);
+    assert!(freed > 0, "once the horizon reaches the flush, its segments go");
+    assert_eq!(s.get(b"b", 104, |_| ()), Lookup::Miss);
+    assert_eq!(s.stats().curr_items, 0);
+}
+
+#[test]
+fn a_store_that_needs_room_takes_flushed_segments_at_once() {
+    // Only the background reclaimer waits: a full store reuses flushed
+    // memory in the flush's own second, evicting nothing.
+    let s = store();
+    let mut i = 0;
+    while s.stats().evictions == 0 && i < 400_000 {
+        let _ = s.store(Mode::Set, &key(i), 0, 0, &value(i), 100);
+        i += 1;
+    }
+    let evicted = s.stats().evictions;
+    s.flush_all(100, 100);
+    for j in 0..FILL / 2 {
+        let r = s.store(Mode::Set, &key(1_000_000 + j), 0, 0, &value(j), 100);
+        assert!(matches!(r, StoreResult::Stored(_)), "{j}: {r:?}");
+    }
+    assert_eq!(s.stats().evictions, evicted, "flushed segments, not live ones, made the room");
+}

@@ -237,9 +237,11 @@ impl Worker {
         // out (each worker takes its share of the shards, and hears of what
         // leaves with them). Items in grace (`-o grace`) are kept as long as
         // it lasts. And every segment for RECLAIM_AFTER seconds past its
-        // expiry: a client that reads an item right after it expired (or
-        // one stored already expired, as memcached's stats.t does) must find
-        // it expired (`get_expired`), not gone (a plain miss).
+        // expiry, or past the `flush_all` that flushed it: a client that
+        // reads an item right after it expired (or one stored already
+        // expired, as memcached's stats.t does) must find it expired
+        // (`get_expired`), not gone (a plain miss); one read right after a
+        // flush must find it flushed (`get_flushed`, stats.t again).
         let horizon = now.saturating_sub(srv.settings().grace.longest().max(RECLAIM_AFTER));
         let WorkerTrace { obs, log } = &mut self.trace;
         let d = Departed { obs, log, now };

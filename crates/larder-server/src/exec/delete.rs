@@ -10,7 +10,27 @@
 
 use super::Ctx;
 use crate::counters::bump;
+use larder_observe::watch::DeleteCmd;
 use larder_store::{DeleteOutcome, Mode, StoreResult, Time, WriteOptions};
+
+/// Which protocol's delete this is: memcached's `watch deletions` logs text
+/// `delete` and meta `md` (each by name), never a binary delete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Via {
+    Text,
+    Meta,
+    Binary,
+}
+
+impl Via {
+    fn logged_as(self) -> Option<DeleteCmd> {
+        match self {
+            Via::Text => Some(DeleteCmd::Delete),
+            Via::Meta => Some(DeleteCmd::Md),
+            Via::Binary => None,
+        }
+    }
+}
 
 /// `md … I`: mark stale instead of removing.
 #[derive(Clone, Copy, Debug)]
@@ -22,11 +42,11 @@ pub struct Invalidate {
 }
 
 /// Delete `key`, only if its CAS is `cas` when one is given.
-pub fn delete(cx: &mut Ctx<'_>, key: &[u8], cas: Option<u64>, invalidate: Option<Invalidate>) -> DeleteOutcome {
+pub fn delete(cx: &mut Ctx<'_>, via: Via, key: &[u8], cas: Option<u64>, invalidate: Option<Invalidate>) -> DeleteOutcome {
     let srv = cx.srv;
     let now = cx.now;
     srv.note_write(key);
-    crate::trace::watch::fetch_first(cx.trace(), &mut cx.store(), key, now);
+    let prior = crate::trace::watch::before_delete(cx.trace(), &mut cx.store(), key, now);
     let (outcome, charge) = if cx.in_flush_second() {
         (DeleteOutcome::NotFound, larder_store::Charge::default())
     } else if let Some(inv) = invalidate {
@@ -37,6 +57,10 @@ pub fn delete(cx: &mut Ctx<'_>, key: &[u8], cas: Option<u64>, invalidate: Option
     let deleted = outcome == DeleteOutcome::Deleted;
     if deleted {
         cx.track_changed(key);
+        // An invalidated item stays: memcached logs no deletion for it.
+        if let (None, Some(cmd)) = (invalidate, via.logged_as()) {
+            crate::trace::watch::after_delete(cx.trace(), key, cmd, prior);
+        }
     }
     if invalidate.is_some() && deleted {
         cx.obs.resized(key, charge);
@@ -106,8 +130,12 @@ pub fn empty_value(cx: &mut Ctx<'_>, key: &[u8], cas: Option<u64>, to: Emptied, 
         break;
     }
     match outcome {
-        DeleteOutcome::Deleted if invalidate.is_some() => return delete(cx, key, None, invalidate),
-        DeleteOutcome::Deleted => bump(&cx.ws.delete_hits, 1),
+        DeleteOutcome::Deleted if invalidate.is_some() => return delete(cx, Via::Meta, key, None, invalidate),
+        DeleteOutcome::Deleted => {
+            bump(&cx.ws.delete_hits, 1);
+            // memcached logs the emptied item that replaced the old one.
+            cx.trace().log.deleted(key, DeleteCmd::Md, 0);
+        }
         DeleteOutcome::NotFound => bump(&cx.ws.delete_misses, 1),
         DeleteOutcome::Exists => {}
     }

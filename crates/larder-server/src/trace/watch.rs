@@ -58,6 +58,11 @@
 //! * `evictions`: one line per item evicted to make room (the store's
 //!   departure reports); items that expired or were flushed are not logged,
 //!   as memcached logs only LRU evictions.
+//! * `deletions` (memcached 1.6.20): one `type=deleted` line per item a
+//!   text `delete` (`cmd=delete`) or a meta `md` (`cmd=md`) removed, with
+//!   the removed value's size; `md x` logs the emptied item (`size=0`). As
+//!   in memcached, misses, CAS mismatches, `md I` (the item stays, marked
+//!   stale) and binary deletes log nothing.
 //! * `connevents`: `conn_new` when a worker adopts a TCP or Unix
 //!   connection, `conn_close` with memcached's reason (`normal`: the
 //!   client closed or sent `quit`; `idle_timeout`; `shutdown`; `error`:
@@ -84,7 +89,7 @@
 
 use crate::net::registry::{ConnInfo, ConnState};
 use crate::net::stream::Stream;
-use larder_observe::watch::{self as enc, GetStatus, StoreCmd, StoreStatus, Timestamp, WatchFlags};
+use larder_observe::watch::{self as enc, DeleteCmd, GetStatus, StoreCmd, StoreStatus, Timestamp, WatchFlags};
 use larder_store::{DepartedItem, Departures, Lookup, Mode, Reporting, StoreResult, Time};
 use mio::{Events, Poll, Token, Waker};
 use std::cell::OnceCell;
@@ -101,6 +106,7 @@ pub const CONNEVENTS: u32 = 1 << 3;
 /// Accepted kinds larder never logs (sysevents, rawcmds, proxy*): a watcher
 /// of only these gets `OK` and silence.
 const SILENT: u32 = 1 << 4;
+pub const DELETIONS: u32 = 1 << 5;
 
 /// memcached's limit on simultaneous watchers.
 const WATCHER_LIMIT: usize = 20;
@@ -314,6 +320,7 @@ impl Logger {
             (flags.mutations, MUTATIONS),
             (flags.evictions, EVICTIONS),
             (flags.connevents, CONNEVENTS),
+            (flags.deletions, DELETIONS),
         ] {
             if on {
                 kinds |= k;
@@ -416,6 +423,14 @@ impl WorkerLog {
         }
     }
 
+    /// `type=deleted`: `cmd` removed `key`, whose value was `size` bytes.
+    #[inline]
+    pub fn deleted(&self, key: &[u8], cmd: DeleteCmd, size: usize) {
+        if self.on(DELETIONS) {
+            self.put(DELETIONS, &mut |out, ts, gid| enc::deleted(out, ts, gid, key, cmd, 1, size as u64));
+        }
+    }
+
     /// `type=conn_new` for a client connection (`addr`: the registry's
     /// label, `tcp:1.2.3.4:5`, `tcp6:[::1]:5` or `unix:...`).
     pub fn conn_new(&self, fd: i32, addr: &str) {
@@ -508,6 +523,30 @@ pub fn fetch_first(log: Trace<'_>, store: &mut Reporting<'_, impl Departures>, k
     if log.on(FETCHERS) {
         let p = peek(store, key, now);
         log.item_get(key, p.status, p.vlen);
+    }
+}
+
+/// Before a delete's store call: its `item_get` (watch `fetchers`) and, if
+/// a `deleted` line may follow (watch `deletions`), what it will remove.
+#[inline]
+pub fn before_delete(log: Trace<'_>, store: &mut Reporting<'_, impl Departures>, key: &[u8], now: Time) -> Option<Prior> {
+    if log.on(FETCHERS | DELETIONS) {
+        let p = peek(store, key, now);
+        if log.on(FETCHERS) {
+            log.item_get(key, p.status, p.vlen);
+        }
+        Some(p)
+    } else {
+        None
+    }
+}
+
+/// After a delete removed `key`: its `deleted` line, sized as the look
+/// before the delete saw it.
+#[inline]
+pub fn after_delete(log: Trace<'_>, key: &[u8], cmd: DeleteCmd, prior: Option<Prior>) {
+    if let Some(p) = prior {
+        log.log.deleted(key, cmd, if p.status == GetStatus::Found { p.vlen } else { 0 });
     }
 }
 

@@ -136,7 +136,7 @@ fn execute(cx: &mut Ctx<'_>, req: BinRequest<'_>, out: &mut Output) -> After {
             }
         }
         Command::Set | Command::Add | Command::Replace | Command::Append | Command::Prepend => store(cx, &req, out),
-        Command::Delete => match exec::delete::delete(cx, req.key, cas_arg, None) {
+        Command::Delete => match exec::delete::delete(cx, exec::delete::Via::Binary, req.key, cas_arg, None) {
             DeleteOutcome::Deleted if quiet => {}
             DeleteOutcome::Deleted => binary::success(out, op, req.opaque, 0),
             DeleteOutcome::NotFound => binary::status_only(out, op, Status::KeyNotFound, req.opaque),

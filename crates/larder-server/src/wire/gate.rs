@@ -18,10 +18,15 @@
 //!   authentication token format` (neither is counted);
 //! * any other line — every command, text or meta, including `quit` — gets
 //!   `CLIENT_ERROR unauthenticated` and the connection stays open;
-//! * more than 2048 bytes without a newline closes the connection, and so
-//!   does a block larger than memcached's 16 KiB read buffer (memcached
-//!   closes once that buffer is full; larder as soon as the size is read,
-//!   without buffering any of it). Either way nothing is answered.
+//! * more than 2048 bytes without a newline closes the connection, and
+//!   nothing is answered;
+//! * a `set` announcing more than 16384 bytes gets `CLIENT_ERROR auth token
+//!   too long` for its line alone (nothing after it is read as its block)
+//!   and the connection stays open, as memcached 1.6.45 answers (its fix
+//!   for huge auth tokens; up to 1.6.44 memcached closed the connection
+//!   once its 16 KiB read buffer was full). A block of 16383 or 16384
+//!   bytes, which with its `\r\n` does not fit that buffer, still closes
+//!   the connection unanswered, without buffering any of it.
 //!
 //! One deliberate difference: memcached reuses one reply slot while
 //! unauthenticated, so of several requests pipelined in one read only the
@@ -63,12 +68,16 @@ const LINE_MAX: usize = 2048;
 /// memcached's read buffer (`READ_BUFFER_SIZE`), which the data block and
 /// its `\r\n` must fit in.
 const BLOCK_MAX: usize = 16 * 1024;
+/// memcached 1.6.45's `MAX_AUTH_REQ_LEN`: a larger announced block is
+/// answered [`TOO_LONG`] and not read.
+const TOKEN_MAX: usize = 16 * 1024;
 
 pub const UNAUTHENTICATED: &str = larder_proto::reply::UNAUTHENTICATED;
 pub const FAILURE: &str = larder_proto::reply::AUTHENTICATION_FAILURE;
 pub const BAD_TERMINATION: &str = larder_proto::reply::BAD_TERMINATION;
 pub const BAD_FORMAT: &str = larder_proto::reply::BAD_AUTH_TOKEN_FORMAT;
 pub const STORED: &str = "STORED";
+pub const TOO_LONG: &str = "CLIENT_ERROR auth token too long";
 
 /// What to do with the bytes at the front of an unauthenticated buffer.
 #[derive(Debug, PartialEq, Eq)]
@@ -120,6 +129,9 @@ pub fn handshake(buf: &[u8], check: impl FnOnce(&[u8], &[u8]) -> bool) -> AuthSt
     let Some(size) = size else {
         return AuthStep::Answered { consumed: line_len, outcome: Outcome::Refused(UNAUTHENTICATED) };
     };
+    if size as usize > TOKEN_MAX {
+        return AuthStep::Answered { consumed: line_len, outcome: Outcome::Refused(TOO_LONG) };
+    }
     let block = size as usize + 2;
     if block > BLOCK_MAX {
         return AuthStep::Close;
@@ -183,8 +195,19 @@ mod tests {
         assert_eq!(run(b"set k 0 0 7\r\nfoo"), AuthStep::Wait);
         assert_eq!(run(&[b'x'; 2048]), AuthStep::Wait);
         assert_eq!(run(&[b'x'; 2049]), AuthStep::Close);
-        assert_eq!(run(b"set k 0 0 100000\r\n"), AuthStep::Close);
         assert_eq!(run(b"set k 0 0 16382\r\n"), AuthStep::Wait);
+        assert_eq!(run(b"set k 0 0 16384\r\n"), AuthStep::Close);
+    }
+
+    #[test]
+    fn too_long_tokens_are_answered_and_skipped() {
+        // memcached 1.6.45: the line is answered, what follows is the next request.
+        let line = b"set k 0 0 16385\r\nfoo bar\r\n";
+        assert_eq!(run(line), AuthStep::Answered { consumed: 17, outcome: Outcome::Refused(TOO_LONG) });
+        assert_eq!(
+            run(b"set k 0 0 2147483646\r\n"),
+            AuthStep::Answered { consumed: 22, outcome: Outcome::Refused(TOO_LONG) }
+        );
     }
 
     #[test]

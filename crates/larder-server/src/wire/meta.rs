@@ -136,7 +136,7 @@ fn delete(cx: &mut Ctx<'_>, req: &MetaRequest<'_>, out: &mut Output) {
         };
         exec::delete::empty_value(cx, req.key(), f.cas, to, invalidate)
     } else {
-        exec::delete::delete(cx, req.key(), f.cas, invalidate)
+        exec::delete::delete(cx, exec::delete::Via::Meta, req.key(), f.cas, invalidate)
     };
     let status = match outcome {
         DeleteOutcome::Deleted => MetaStatus::Hd,

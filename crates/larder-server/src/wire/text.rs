@@ -129,7 +129,7 @@ fn execute(cx: &mut Ctx<'_>, req: Request<'_>, out: &mut Output, resume: usize) 
             }
         }
         Request::Delete { key, noreply } => {
-            let line = match exec::delete::delete(cx, key, None, None) {
+            let line = match exec::delete::delete(cx, exec::delete::Via::Text, key, None, None) {
                 DeleteOutcome::Deleted => reply::DELETED,
                 _ => reply::NOT_FOUND,
             };
