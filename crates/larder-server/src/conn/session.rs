@@ -414,8 +414,23 @@ impl Session {
     }
 
     /// Charge the worker's budget for what the buffers hold past their
-    /// resting size now (and report their sizes).
+    /// resting size now (and report their sizes). A warm session's
+    /// buffers are as they were at its last wake-up: a few comparisons
+    /// tell, and nothing is recharged.
+    #[inline]
     fn account(&mut self, budget: &ConnBudget) {
+        let unchanged = self.charge.input == 0
+            && self.rbuf.len() <= BUF_SIZE
+            && self.landing.is_none()
+            && self.charge.bufs == (self.rbuf.len(), self.out.capacity())
+            && self.out.settled();
+        if !unchanged {
+            self.account_changed(budget);
+        }
+    }
+
+    #[inline(never)]
+    fn account_changed(&mut self, budget: &ConnBudget) {
         if self.out.refusals > 0 {
             ConnBudget::count_n(&budget.write_oom, std::mem::take(&mut self.out.refusals));
         }
