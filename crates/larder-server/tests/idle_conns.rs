@@ -174,3 +174,25 @@ fn an_idle_tls_connection_costs_within_a_bound_of_memcacheds() {
         "larder {per:.0} bytes per idle TLS connection, memcached -Z {mc_per:.0}: over {TLS_RATIO} x memcached's"
     );
 }
+
+/// A connection keeps its two resting buffers for a moment after a request
+/// (`conn::worker`'s holders: a busy connection does not give them back and
+/// take them again on every request), but not for long: the worker's
+/// once-a-second housekeeping takes them back. Eight connections that
+/// served a request 2.5 s ago hold nothing; the one asking holds its own
+/// two at most. (Were holders never made to give their buffers back, the
+/// eight would hold 8 × 2 × 16 KiB here.)
+#[test]
+fn buffers_go_back_within_the_housekeeping_lag() {
+    let larder = Larder::start(&["-t", "1", "-m", "64"]);
+    let conns: Vec<TcpStream> = (0..8).map(|i| open_and_set(larder.port, i)).collect();
+    std::thread::sleep(Duration::from_millis(2500));
+    let mut c = larder.connect();
+    // (its first request, before its own buffers are accounted)
+    c.stat("read_buf_bytes");
+    let total = c.stat("read_buf_bytes") + c.stat("response_obj_bytes");
+    let free = c.stat("read_buf_bytes_free") + c.stat("larder_write_buf_bytes_free");
+    let held = total.saturating_sub(free);
+    assert!(held <= 2 * 16 * 1024, "{held} bytes of buffers held by connections 2.5 s after their last request");
+    drop(conns);
+}

@@ -81,6 +81,7 @@ fn log_panic(thread: &str, info: &PanicHookInfo<'_>) {
 }
 
 /// Run `f`; `None` if it panicked (already logged by the hook).
+#[inline]
 pub fn contain<R>(f: impl FnOnce() -> R) -> Option<R> {
     // Unwind safety: the caller discards what `f` was working on (the
     // connection) and everything else `f` can reach is either the worker's

@@ -183,7 +183,12 @@ impl Harness {
                     session.unpark();
                 }
                 Status::Again => {}
-                Status::Idle if drained == 0 => return,
+                Status::Idle if drained == 0 => {
+                    // As the worker's housekeeping would, sooner: the
+                    // buffers it kept go back (conn::worker's holders).
+                    session.release_buffers(&mut self.pool, &srv.conns().budget);
+                    return;
+                }
                 Status::Idle => {}
             }
         }

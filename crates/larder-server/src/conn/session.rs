@@ -4,13 +4,20 @@
 //! On every wake-up the session reads what the socket has, executes every
 //! complete request in the buffer (pipelining), and writes all the replies
 //! with one `write`. Its two buffers are lent by the worker's pool
-//! (`connmem::pool`) for the wake-up and given back at its end unless
-//! something is in flight (an unfinished request, a value being received,
-//! unsent replies), so an idle connection holds no buffer and a warm one
-//! takes back the buffers it gave a moment ago: nothing is allocated per
-//! request. They grow only as far as one request needs (a value up to
-//! `-I`, a long multi-get line), are bounded by the parser's limits, and
-//! go to the shelf (`connmem::shelf`) once such a request is done.
+//! (`connmem::pool`). A session whose buffers are at their resting size
+//! keeps them after a wake-up, on its worker's short list of sessions
+//! holding buffers (`conn::worker`, [`Session::enlist`]), so a busy
+//! connection pays nothing per request to take and give them back; the
+//! worker makes it give them back ([`Session::release_buffers`]) at its
+//! once-a-second housekeeping, or sooner when newer sessions push it off
+//! the list. Grown buffers, and those of a session that ends, go back at
+//! the end of the wake-up as soon as nothing is in flight (an unfinished
+//! request, a value being received, unsent replies). So an idle connection
+//! holds no buffer a second or two after its last request, and nothing is
+//! allocated per request. They grow only as far as one request needs (a
+//! value up to `-I`, a long multi-get line), are bounded by the parser's
+//! limits, and go to the shelf (`connmem::shelf`) once such a request is
+//! done.
 //!
 //! A value too big for a store segment is not read into these buffers: once
 //! its command is in, the value is received straight into the buffer that
@@ -129,6 +136,9 @@ pub struct Session {
     /// The protocol side: which driver serves the next request, and what
     /// a request in progress left behind (`wire::Conversation`).
     talk: Conversation,
+    /// On the worker's list of sessions that hold buffers between
+    /// wake-ups ([`Session::enlist`]).
+    listed: bool,
     /// Relative time of the last request (for idle timeouts).
     pub last_active: Time,
     /// Relative time the connection was adopted (TLS handshake timeout).
@@ -215,6 +225,7 @@ impl Session {
             need: 0,
             closing: false,
             talk: Conversation::new(authenticated),
+            listed: false,
             last_active: now,
             opened: now,
             served: 0,
@@ -300,7 +311,9 @@ impl Session {
     /// request; a FIN already there when the event was raised would raise
     /// no new one, hence `hangup`.
     ///
-    /// `pool`: the worker's resting buffers, lent for the wake-up.
+    /// `pool`: the worker's resting buffers, lent for the wake-up and
+    /// kept past it by a session that goes on with resting-size buffers
+    /// (the worker then [`enlist`](Self::enlist)s it).
     // The worker's pieces are passed apart (not as one struct) so that its
     // borrows of them stay disjoint from its borrow of the session.
     #[allow(clippy::too_many_arguments)]
@@ -310,10 +323,44 @@ impl Session {
         // Tests only (one relaxed load otherwise): the bytes the read
         // buffer holds, processed or not, may carry an injected panic.
         crate::conn::contain::injected_panic(&self.rbuf);
+        // Resting-size buffers stay with a session that goes on (the
+        // worker lists it and takes them back later: `release_buffers`);
+        // grown ones, and a closing session's, go back now.
+        let goes_on = matches!(status, Status::Idle | Status::Again | Status::Parked);
+        if !(goes_on && self.rbuf.len() == BUF_SIZE && !self.out.oversized()) {
+            self.give_back_buffers(pool, budget);
+        }
+        self.account(budget);
+        // (no atomic operation unless the pool lent or took back a buffer)
+        pool.publish();
+        status
+    }
+
+    /// After a wake-up: whether the worker must put this session on its
+    /// list of sessions holding buffers (it holds some, and is not on it).
+    #[inline]
+    pub fn enlist(&mut self) -> bool {
+        if self.listed || (self.rbuf.is_empty() && !self.out.has_buffer()) {
+            return false;
+        }
+        self.listed = true;
+        true
+    }
+
+    /// Whether the session is on its worker's list ([`enlist`](Self::enlist)).
+    pub fn is_listed(&self) -> bool {
+        self.listed
+    }
+
+    /// Off the worker's list: give back the buffers it holds, those with
+    /// nothing in flight (the others go back at the end of the wake-up
+    /// that finishes with them, or with the session).
+    #[inline(never)]
+    pub fn release_buffers(&mut self, pool: &mut BufPool, budget: &ConnBudget) {
+        self.listed = false;
         self.give_back_buffers(pool, budget);
         self.account(budget);
         pool.publish();
-        status
     }
 
     /// Take the buffers this wake-up may use from the pool, where the
@@ -367,8 +414,23 @@ impl Session {
     }
 
     /// Charge the worker's budget for what the buffers hold past their
-    /// resting size now (and report their sizes).
+    /// resting size now (and report their sizes). A warm session's
+    /// buffers are as they were at its last wake-up: a few comparisons
+    /// tell, and nothing is recharged.
+    #[inline]
     fn account(&mut self, budget: &ConnBudget) {
+        let unchanged = self.charge.input == 0
+            && self.rbuf.len() <= BUF_SIZE
+            && self.landing.is_none()
+            && self.charge.bufs == (self.rbuf.len(), self.out.capacity())
+            && self.out.settled();
+        if !unchanged {
+            self.account_changed(budget);
+        }
+    }
+
+    #[inline(never)]
+    fn account_changed(&mut self, budget: &ConnBudget) {
         if self.out.refusals > 0 {
             ConnBudget::count_n(&budget.write_oom, std::mem::take(&mut self.out.refusals));
         }

@@ -8,6 +8,18 @@
 //! store's wholly expired segments (`Store::reclaim_expired`), and worker 0
 //! runs the observer's housekeeping (`Observer::maintain`).
 //!
+//! Sessions keep the resting-size buffers the worker's pool lent them
+//! (`connmem::pool`) from one wake-up to the next, so a busy connection
+//! does not take them and give them back on every request. The worker
+//! bounds what that costs: at most [`HOLDERS`] sessions are on its list of
+//! holders (a session joining a full list pushes the longest-listed one
+//! off, and it gives its buffers back), and once a second, at the
+//! housekeeping, every holder gives its buffers back (one that is still
+//! busy takes them again at its next wake-up). So a connection with
+//! nothing in flight holds no buffer from about a second and a half after
+//! its last request on (the poll timeout plus the clock's second), and at
+//! most `HOLDERS` of them do meanwhile.
+//!
 //! The worker owns its [`WorkerTrace`] (its `ObserverWorker` and its side of
 //! the `watch` log) and lends it to each request; the executors feed it,
 //! and so do the store's departure reports of the calls they make. It
@@ -36,6 +48,11 @@ const WAKER: Token = Token(usize::MAX);
 /// frees it (memory pressure frees it at once).
 const RECLAIM_AFTER: u32 = 2;
 const UDP_BASE: usize = usize::MAX / 2;
+/// Sessions per worker that may keep resting buffers between wake-ups
+/// (see the module docs): as many as the pool keeps of each kind, so idle
+/// holders pin at most 16 × 2 × 16 KiB = 512 KiB per worker, and only
+/// until the next housekeeping.
+pub const HOLDERS: usize = crate::connmem::pool::KEEP;
 
 /// A connection accepted for a worker.
 pub struct NewConn {
@@ -109,6 +126,9 @@ pub struct Worker {
     mark: Instant,
     /// Resting buffers lent to this worker's sessions while they have work.
     pool: BufPool,
+    /// Slots of the sessions that hold buffers between wake-ups, oldest
+    /// first (at most [`HOLDERS`]).
+    holders: Vec<usize>,
 }
 
 impl Worker {
@@ -139,6 +159,7 @@ impl Worker {
             trace,
             mark: Instant::now(),
             pool,
+            holders: Vec::with_capacity(HOLDERS),
         };
         Ok((worker, inbox))
     }
@@ -229,10 +250,12 @@ impl Worker {
         }
     }
 
-    /// Once a second: idle timeouts, expired segments back to the pool.
+    /// Once a second: idle timeouts, expired segments back to the pool,
+    /// the holders' buffers back to the worker's pool.
     fn housekeep(&mut self, now: u32) {
         let srv = self.srv.clone();
         self.sweep_idle(now);
+        self.release_holders();
         // Expired segments go back to the pool now, not when memory runs
         // out (each worker takes its share of the shards, and hears of what
         // leaves with them). Items in grace (`-o grace`) are kept as long as
@@ -290,8 +313,44 @@ impl Worker {
                 }
             }
         }
+        if session.enlist() {
+            self.hold(token.0);
+        }
         if self.sync_interest(token.0).is_err() {
             self.close(token.0);
+        }
+    }
+
+    /// `slot`'s session keeps its buffers between wake-ups: list it,
+    /// making the longest-listed holder give its buffers back if the list
+    /// is full (no allocation: the list's capacity is `HOLDERS`).
+    fn hold(&mut self, slot: usize) {
+        if self.holders.len() >= HOLDERS {
+            let oldest = self.holders.remove(0);
+            self.release(oldest);
+        }
+        self.holders.push(slot);
+    }
+
+    /// `slot`'s session, taken off the list, gives back the buffers it
+    /// holds with nothing in flight.
+    fn release(&mut self, slot: usize) {
+        if let Some(Some(s)) = self.sessions.get_mut(slot) {
+            s.release_buffers(&mut self.pool, &self.srv.conns().budget);
+        }
+    }
+
+    /// Every holder gives its buffers back (housekeeping).
+    fn release_holders(&mut self) {
+        while let Some(slot) = self.holders.pop() {
+            self.release(slot);
+        }
+    }
+
+    /// A session leaves this worker: off the holders' list.
+    fn unlist(&mut self, slot: usize) {
+        if self.sessions.get(slot).and_then(|s| s.as_ref()).is_some_and(|s| s.is_listed()) {
+            self.holders.retain(|&t| t != slot);
         }
     }
 
@@ -344,6 +403,7 @@ impl Worker {
     /// `watch`: the connection leaves this worker for the logger thread
     /// (still open, still counted in curr_connections).
     fn hand_to_logger(&mut self, slot: usize) {
+        self.unlist(slot);
         if let Some(mut session) = self.sessions[slot].take() {
             let _ = session.stream_mut().deregister(self.poll.registry());
             self.free.push(slot);
@@ -354,6 +414,9 @@ impl Worker {
     }
 
     fn close(&mut self, slot: usize) {
+        // (What it holds is freed with it, not given back to the pool: a
+        // session closed after a panic may be in any state.)
+        self.unlist(slot);
         if let Some(mut session) = self.sessions[slot].take() {
             if let Some(ticket) = session.take_ticket() {
                 self.srv.stampede().coalescer.abandon(&ticket);

@@ -1,6 +1,6 @@
 //! The connection-memory budget: what connection buffers may hold beyond
 //! their resting size (`connmem::pool::BUF_SIZE` for input and for
-//! output; a connection with nothing in flight holds none, see
+//! output; a connection with nothing in flight holds none for long, see
 //! `connmem::pool`).
 //!
 //! One budget for the whole server (`-o read_buf_mem_limit`; memcached
@@ -13,9 +13,10 @@
 //! value to send) asks whether the growth fits; what does not fit is
 //! refused with memcached's out-of-memory replies and counted
 //! (`read_buf_oom`, `response_obj_oom`). So the process holds at most
-//! `-m` + busy connections × 2 × `BUF_SIZE` + the workers' pools
-//! (`connmem::pool::KEEP` × 2 × `BUF_SIZE` each) + this budget, whatever clients send
-//! or fail to read. Grown buffers kept for reuse (`connmem::shelf`) are
+//! `-m` + busy connections × 2 × `BUF_SIZE` + the workers' pools and
+//! recently busy connections (`connmem::pool::KEEP` and
+//! `conn::worker::HOLDERS` × 2 × `BUF_SIZE` each) + this budget, whatever
+//! clients send or fail to read. Grown buffers kept for reuse (`connmem::shelf`) are
 //! charged here too, and given up before anything is refused; so are the
 //! near-cache subscribers' push queues (`track::charge`), whose number is
 //! otherwise bounded only by `-c`.

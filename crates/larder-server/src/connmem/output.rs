@@ -273,6 +273,14 @@ impl Output {
         }
     }
 
+    /// Nothing for [`settle_charge`](Self::settle_charge) to do and no
+    /// refusal to count: the buffer and the held values' queue are within
+    /// their resting sizes and nothing is charged for them.
+    #[inline]
+    pub fn settled(&self) -> bool {
+        self.refusals == 0 && self.charged == 0 && self.held_charged == 0 && self.buf.capacity() <= self.rest && self.held.capacity() <= HELD_REST
+    }
+
     /// Give back to the resting size and return the whole charge.
     pub fn shrink(&mut self) {
         let grown = std::mem::replace(&mut self.buf, Vec::with_capacity(self.rest));

@@ -4,10 +4,14 @@
 //! A session takes a read buffer and an output buffer from its worker's
 //! pool when it has work (bytes arrived, replies to send) and gives them
 //! back once everything it read is processed and everything it produced is
-//! sent (`conn::session`). So ten thousand idle connections hold no
-//! buffers at all (memcached 1.6 does the same with its per-thread read
-//! buffer and response object caches), while a busy connection takes the
-//! buffer it gave back a moment ago: warm requests allocate nothing.
+//! sent (`conn::session`) — not at once, but when its worker says so: at
+//! the worker's once-a-second housekeeping, or when newer sessions push it
+//! off the worker's short list of holders (`conn::worker::HOLDERS`). So a
+//! busy connection does not take and give back its buffers on every
+//! request, ten thousand idle connections hold no buffers at all (memcached
+//! 1.6 does the same with its per-thread read buffer and response object
+//! caches), and a connection that wakes again takes the buffer it gave
+//! back a moment ago: warm requests allocate nothing.
 //!
 //! Only buffers of exactly the resting size are kept, at most [`KEEP`] of
 //! each kind; grown ones go to the shelf (`connmem::shelf`) as before.

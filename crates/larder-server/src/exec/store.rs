@@ -35,6 +35,7 @@ impl Write<'_> {
 }
 
 /// Execute a storage command.
+#[inline]
 pub fn store(cx: &mut Ctx<'_>, w: &Write<'_>) -> StoreResult {
     let result = apply(cx, w);
     count(cx, w, &result);
@@ -70,6 +71,9 @@ pub fn append_or_create(cx: &mut Ctx<'_>, w: &Write<'_>, create_exptime: Time) -
 
 /// A write, its observers and its mutation log, without the counters (a
 /// composite command counts once, [`count`]).
+// Inlined into its callers (a storage command's one write, or a
+// composite's two or three): a call per set otherwise.
+#[inline(always)]
 pub(super) fn apply(cx: &mut Ctx<'_>, w: &Write<'_>) -> StoreResult {
     let srv = cx.srv;
     let now = cx.now;
@@ -90,6 +94,7 @@ pub(super) fn apply(cx: &mut Ctx<'_>, w: &Write<'_>) -> StoreResult {
 }
 
 /// The counters of one storage command whose outcome was `result`.
+#[inline]
 fn count(cx: &mut Ctx<'_>, w: &Write<'_>, result: &StoreResult) {
     let ws = cx.ws;
     match result {

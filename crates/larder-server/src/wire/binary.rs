@@ -23,18 +23,18 @@ use crate::wire::{Conversation, Step};
 
 /// The binary driver: parse the request at the front of `input` (under
 /// `-S`, as the connection's SASL state allows), run it and encode its
-/// reply.
+/// reply. The request goes from the parser's result straight to its
+/// executor (as in the text driver): no intermediate enum, so no copy of
+/// the request per command.
 pub fn step(conv: &mut Conversation, cx: &mut Ctx<'_>, input: Input<'_>, out: &mut Output) -> Step {
-    let mark = out.len();
     let sasl = (cx.srv.settings().sasl && !conv.datagram).then(|| conv.auth.authenticated());
-    let parsed = binary::parse_input(input, &cx.srv.conns().limits, sasl);
-    match triage(cx, parsed, out) {
-        BinStep::Run(request, consumed) => {
+    match binary::parse_input(input, &cx.srv.conns().limits, sasl) {
+        BinParsed::Request { request, consumed } => {
             if !conv.begin_reply(out) {
                 return Step::Overflow;
             }
             let quit = request.opcode.command() == Command::Quit;
-            match execute(cx, request, out) {
+            match execute(cx, &request, out) {
                 // Same request again once released.
                 After::Parked(_) => Step::Parked,
                 After::Close if quit => Step::Ran { consumed, close: Some(CloseReason::Normal) },
@@ -42,16 +42,28 @@ pub fn step(conv: &mut Conversation, cx: &mut Ctx<'_>, input: Input<'_>, out: &m
                 _ => Step::Ran { consumed, close: None },
             }
         }
-        BinStep::Sasl(request, consumed) => {
+        BinParsed::Sasl { request, consumed } => {
             if !conv.begin_reply(out) {
                 return Step::Overflow;
             }
             sasl_reply(cx, &mut conv.auth, &request, out);
             Step::Ran { consumed, close: None }
         }
-        BinStep::Wait(needed) => Step::Wait(needed),
-        BinStep::Skip { consumed, swallow, close } => Step::Skipped { consumed, swallow, reply_from: mark, close },
-        BinStep::Close => Step::Close,
+        BinParsed::Incomplete { needed } => Step::Wait(needed),
+        BinParsed::Error { response_status, opcode, opaque, consumed, swallow, close, unlink_key } => {
+            let mark = out.len();
+            // Only a too-large set names its key (memcached 1.6.18 crashes
+            // logging a too-large binary store: see trace/watch.rs; larder
+            // logs it like the text one).
+            match (unlink_key, response_status) {
+                (Some(key), _) => exec::store::refuse_too_large(cx, key, StoreCmd::Set),
+                (None, Status::TooLarge) => crate::counters::bump(&cx.ws.store_too_large, 1),
+                (None, _) => {}
+            }
+            binary::status_only(out, opcode, response_status, opaque);
+            Step::Skipped { consumed, swallow, reply_from: mark, close }
+        }
+        BinParsed::Close => Step::Close,
     }
 }
 
@@ -64,39 +76,7 @@ pub fn refuse_block(front: &[u8], out: &mut Vec<u8>) {
     }
 }
 
-/// What to do with the bytes at the front of a binary connection's buffer.
-enum BinStep<'a> {
-    Run(BinRequest<'a>, usize),
-    /// A SASL command (`-S`), for [`sasl`].
-    Sasl(SaslRequest<'a>, usize),
-    Skip { consumed: usize, swallow: usize, close: bool },
-    Wait(Option<usize>),
-    Close,
-}
-
-/// Answer parse errors the way memcached does; pass requests through.
-fn triage<'a>(cx: &mut Ctx<'_>, parsed: BinParsed<'a>, out: &mut Output) -> BinStep<'a> {
-    match parsed {
-        BinParsed::Request { request, consumed } => BinStep::Run(request, consumed),
-        BinParsed::Sasl { request, consumed } => BinStep::Sasl(request, consumed),
-        BinParsed::Incomplete { needed } => BinStep::Wait(needed),
-        BinParsed::Error { response_status, opcode, opaque, consumed, swallow, close, unlink_key } => {
-            // Only a too-large set names its key (memcached 1.6.18 crashes
-            // logging a too-large binary store: see trace/watch.rs; larder logs
-            // it like the text one).
-            match (unlink_key, response_status) {
-                (Some(key), _) => exec::store::refuse_too_large(cx, key, StoreCmd::Set),
-                (None, Status::TooLarge) => crate::counters::bump(&cx.ws.store_too_large, 1),
-                (None, _) => {}
-            }
-            binary::status_only(out, opcode, response_status, opaque);
-            BinStep::Skip { consumed, swallow, close }
-        }
-        BinParsed::Close => BinStep::Close,
-    }
-}
-
-fn execute(cx: &mut Ctx<'_>, req: BinRequest<'_>, out: &mut Output) -> After {
+fn execute(cx: &mut Ctx<'_>, req: &BinRequest<'_>, out: &mut Output) -> After {
     let op = req.opcode;
     let quiet = op.quiet();
     let cas_arg = (req.cas != 0).then_some(req.cas);
@@ -135,14 +115,14 @@ fn execute(cx: &mut Ctx<'_>, req: BinRequest<'_>, out: &mut Output) -> After {
                 None => binary::get_miss(out, op, req.opaque, req.key),
             }
         }
-        Command::Set | Command::Add | Command::Replace | Command::Append | Command::Prepend => store(cx, &req, out),
+        Command::Set | Command::Add | Command::Replace | Command::Append | Command::Prepend => store(cx, req, out),
         Command::Delete => match exec::delete::delete(cx, exec::delete::Via::Binary, req.key, cas_arg, None) {
             DeleteOutcome::Deleted if quiet => {}
             DeleteOutcome::Deleted => binary::success(out, op, req.opaque, 0),
             DeleteOutcome::NotFound => binary::status_only(out, op, Status::KeyNotFound, req.opaque),
             DeleteOutcome::Exists => binary::status_only(out, op, Status::KeyExists, req.opaque),
         },
-        Command::Increment | Command::Decrement => arith(cx, &req, out),
+        Command::Increment | Command::Decrement => arith(cx, req, out),
         Command::Quit => {
             if !quiet {
                 binary::success(out, op, req.opaque, 0);
@@ -162,7 +142,7 @@ fn execute(cx: &mut Ctx<'_>, req: BinRequest<'_>, out: &mut Output) -> After {
         }
         Command::Noop => binary::success(out, op, req.opaque, 0),
         Command::Version => binary::version(out, req.opaque, crate::counters::VERSION.as_bytes()),
-        Command::Stat => stat(cx, &req, out),
+        Command::Stat => stat(cx, req, out),
     }
     After::Continue
 }
