@@ -64,7 +64,7 @@
 
 use crate::block::{self, Block, Input};
 use crate::reply::push_u64;
-use crate::number::{strict_i32, strict_u32, strict_u64};
+use crate::number::{safe_i32, strict_i32, strict_u32, strict_u64};
 use crate::outcome::{item_size, Limits, Outcome, StoreCommand, BAD_DATA_CHUNK, BAD_FORMAT, ERROR, KEY_MAX_LENGTH};
 
 /// What [`parse`] found: a meta request, or why there is none.
@@ -502,7 +502,10 @@ fn set<'a>(
     consumed: usize,
     limits: &Limits,
 ) -> Parsed<'a> {
-    let vlen = match toks.next().and_then(strict_i32) {
+    // The length keeps strtol's reading: memcached 1.6.18 and 1.6.38 both
+    // answer `ms k 4294967296` with `CLIENT_ERROR bad data chunk` (the
+    // length truncates), and the hostile-length tests hold larder to that.
+    let vlen = match toks.next().and_then(safe_i32) {
         Some(v) if (0..=i32::MAX - 2).contains(&v) => v as usize,
         _ => return error(BAD_FORMAT, consumed, 0),
     };
