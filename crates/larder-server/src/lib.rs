@@ -308,7 +308,7 @@ impl Running {
             return Ok(());
         };
         let now = larder_store::SnapshotClock { now: srv.clock().now(), unix_now: srv.clock().unix_now() };
-        let (rep, secs) = restart::save(&srv.store(), path, now)?;
+        let (rep, secs) = restart::save(srv.store(), path, now)?;
         eprintln!("[restart] saved {} items ({} bytes) to {path} in {secs:.3} s", rep.items, rep.bytes);
         Ok(())
     }

@@ -157,7 +157,7 @@ impl UdpHandler {
             self.datagram.extend_from_slice(&(seq as u16).to_be_bytes());
             self.datagram.extend_from_slice(&(count as u16).to_be_bytes());
             self.datagram.extend_from_slice(&[0, 0]);
-            if self.out.read_next(&mut pos, &mut self.datagram, CHUNK, &srv.store()).is_err() {
+            if self.out.read_next(&mut pos, &mut self.datagram, CHUNK, srv.store()).is_err() {
                 // A value's segment was reused since the reply was made:
                 // the rest of it is not sent (the client sees datagrams
                 // missing), rather than other bytes.
