@@ -14,14 +14,14 @@
 //! version gets through unauthenticated (the parser's gate).
 //!
 //! Without libsasl2 (or with it failing to initialise) the target still
-//! runs, with `srv.sasl` unset: every command then fails, which exercises
+//! runs, with `access().sasl` unset: every command then fails, which exercises
 //! the parser and the executor's state but not Cyrus; it says so once on
 //! stderr.
 #![no_main]
 
 use larder_proto::binary::{self, BinParsed, SaslCommand};
 use larder_server::auth::sasl::{sasl, ConnAuth, SaslReply};
-use larder_server::state::server::{Server, Shutdown};
+use larder_server::state::server::{Access, Server, Shutdown, Startup};
 use larder_server::Settings;
 use libfuzzer_sys::fuzz_target;
 use std::io::Write;
@@ -64,22 +64,21 @@ fn server() -> &'static Server {
         };
         let settings = Settings { sasl: true, threads: 1, memory_limit: 8 << 20, ..Settings::default() };
         let store = larder_store::Store::new(larder_store::Config { memory_limit: 8 << 20, ..larder_store::Config::default() }).unwrap();
-        let mut srv = Server::new(settings, store, 0, Shutdown::new());
-        srv.sasl = lib;
-        srv
+        let access = Access { sasl: lib, ..Access::default() };
+        Server::new(settings, store, Startup { access, ..Startup::bare(Shutdown::new()) })
     })
 }
 
 fuzz_target!(|data: &[u8]| {
     let srv = server();
     {
-        let ws = &srv.stats.workers[0];
+        let ws = &srv.counters().workers[0];
         let mut auth = ConnAuth::new(true);
         let mut rest = data;
         for _ in 0..64 {
-            match binary::parse_sasl(rest, &srv.limits, auth.authenticated()) {
+            match binary::parse_sasl(rest, &srv.conns().limits, auth.authenticated()) {
                 BinParsed::Sasl { request, consumed } => {
-                    let reply = sasl(srv.sasl, srv.settings.verbose > 0, ws, &mut auth, &request);
+                    let reply = sasl(srv.access().sasl, srv.settings().verbose > 0, ws, &mut auth, &request);
                     let done = match reply {
                         SaslReply::Authenticated => true,
                         SaslReply::Mechanisms(list) => {
