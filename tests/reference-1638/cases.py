@@ -48,8 +48,6 @@ GAP_METADUMP = "#27 bug: metadump size= differs from me's, and lacks flags= (1.6
 GAP_MN_DUMP = "#27 bug: mn then metadump/watch on one connection answers ERROR (memcached: mn flushes)"
 GAP_X_STATS = "#27: -X does not refuse stats detail (1.6.37)"
 GAP_STATS_NAMES = "#27: stats lists slab_reassign_evictions_nomem, which 1.6.34 renamed slab_reassign_busy_nomem"
-GAP_FLUSHED_SAME_SECOND = ("#27: flush_all (1.6.25) unlinks items accessed in its last second at once, so reading "
-                           "one is a plain miss; larder flushes them lazily and counts get_flushed")
 NEWER_DELETE = ("#27: larder accepts delete's noreplY, which memcached's proxy sends for noreply (as a "
                 "token that does not silence the reply); 1.6.38 refuses it, and the key stays")
 GAP_SETTINGS_NAMES = ("stats settings lists 41 names, memcached 1.6.38 79: the slab, LRU and extstore settings "
@@ -189,7 +187,7 @@ CASES = [
          keep_stats=("get_flushed", "get_misses")),
     # an item stored in flush_all's own second (1.6.25's flush unlinks it at once)
     Case("get_flushed, same second", s(SET_K, b"flush_all\r\n", b"get k\r\n", b"stats\r\n"),
-         grep=rb"STAT get_(flushed|misses)", keep_stats=("get_flushed", "get_misses"), xfail=GAP_FLUSHED_SAME_SECOND),
+         grep=rb"STAT get_(flushed|misses)", keep_stats=("get_flushed", "get_misses")),
     Case("ms base64 key then mg k", s(b"ms " + B64_CRLF + b" 1 b\r\nx\r\n", b"mg " + B64_CRLF + b" b k v\r\n")),
     Case("ms invalid mode", s(b"ms k 1 MZ\r\nx\r\n")),
     Case("ms I invalidate", s(b"ms k 1\r\nx\r\n", b"md k I T30\r\n", b"mg k v c\r\n", b"ms k 1 I\r\ny\r\n",

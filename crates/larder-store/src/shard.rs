@@ -95,6 +95,11 @@ pub(crate) enum Why {
     Dropped,
     Expired,
     Flushed,
+    /// Flushed by an immediate `flush_all` having been written or read in
+    /// the flush's second or the one before: memcached 1.6.25 and later
+    /// unlink those at the flush itself (`item_flush_expired`), so a read
+    /// finds a plain miss, and `reclaimed` does not count them.
+    FlushedAtOnce,
     Evicted,
 }
 
@@ -107,7 +112,7 @@ impl Why {
         match self {
             Why::Evicted => Some(Departure::Evicted),
             Why::Expired => Some(Departure::Expired),
-            Why::Flushed => Some(Departure::Flushed),
+            Why::Flushed | Why::FlushedAtOnce => Some(Departure::Flushed),
             Why::Dropped => Some(Departure::Dropped),
             Why::Replaced | Why::Deleted => None,
         }
@@ -148,6 +153,9 @@ pub(crate) struct Shard {
     flush_seq: u32,
     /// When that flush was applied here (the `now` it was applied at).
     flushed_at: Time,
+    /// Whether that flush was immediate (`flush_all` without a delay), whose
+    /// recently used items count as unlinked at once ([`Why::FlushedAtOnce`]).
+    flushed_now: bool,
     /// Highest generation ever installed here.
     max_gen: u64,
     pub st: Counters,
@@ -192,6 +200,7 @@ impl Shard {
             flush_gen: 0,
             flush_seq: 0,
             flushed_at: 0,
+            flushed_now: false,
             max_gen: 0,
             st: Counters::default(),
             hasher,
@@ -242,6 +251,7 @@ impl Shard {
         if seq != self.flush_seq && now >= at {
             self.flush_seq = seq;
             self.flushed_at = now;
+            self.flushed_now = at == 0;
             self.flush_gen = self.max_gen;
             self.close_open(pool);
             let main = std::mem::replace(&mut self.open_main, 0);
@@ -254,6 +264,19 @@ impl Shard {
 
     pub fn is_flushed(&self, seg: u32) -> bool {
         self.segs.get(seg).gen <= self.flush_gen
+    }
+
+    /// Why a flushed item (header `h`) is dead: memcached 1.6.25 and later
+    /// unlink, at an immediate flush, the items whose time is the flush's
+    /// second or the one before (`oldest_live` is the second before), and
+    /// leave older ones to be found flushed (`get_flushed`) or reclaimed.
+    /// The access clock keeps seconds mod 65536, as `idle` does.
+    fn flushed_why(&self, h: &Header) -> Why {
+        if self.flushed_now && (self.flushed_at as u16).wrapping_sub(h.atime) <= 1 {
+            Why::FlushedAtOnce
+        } else {
+            Why::Flushed
+        }
     }
 
     /// Whether the latest flush here was applied at or before `horizon`:
@@ -318,17 +341,17 @@ impl Shard {
         let found = self.index.find(h, |loc| self.key_at(loc) == key);
         let Some((pos, loc)) = found else { return Found::Miss };
         let why = if self.is_flushed(loc.seg) {
-            Why::Flushed
+            self.flushed_why(&self.header(loc))
         } else if self.header(loc).expired(now) {
             Why::Expired
         } else {
             return Found::Live(pos, loc);
         };
         self.unlink(pos, loc, why, pool, d);
-        if why == Why::Flushed {
-            Found::Flushed
-        } else {
-            Found::Expired
+        match why {
+            Why::Flushed => Found::Flushed,
+            Why::FlushedAtOnce => Found::Miss,
+            _ => Found::Expired,
         }
     }
 
@@ -385,7 +408,7 @@ impl Shard {
                 self.st.evictions += 1;
                 self.st.evicted_unfetched += !h.fetched as u64;
             }
-            Why::Replaced | Why::Deleted | Why::Dropped => {}
+            Why::Replaced | Why::Deleted | Why::Dropped | Why::FlushedAtOnce => {}
         }
     }
 
@@ -596,7 +619,7 @@ impl Shard {
         // entry whose segment is oldest.
         let why = |sh: &Shard, l: Loc| {
             if sh.is_flushed(l.seg) {
-                Why::Flushed
+                sh.flushed_why(&sh.header(l))
             } else if sh.header(l).expired(now) {
                 Why::Expired
             } else {
@@ -738,7 +761,7 @@ impl Shard {
             let key_hash = self.hasher.hash(self.key_at(loc));
             if let Some(pos) = self.index.find_loc(key_hash, loc) {
                 let why = if flushed {
-                    Why::Flushed
+                    self.flushed_why(&h)
                 } else if h.expired(now) {
                     Why::Expired
                 } else {
@@ -1142,6 +1165,26 @@ mod tests {
         assert_eq!(st.live_bytes, 0);
         assert_eq!(f.get(b"live", 6), None);
         f.pool.discard(seg.buf);
+    }
+
+    /// memcached 1.6.25+: an immediate flush unlinks what was used in its
+    /// second or the one before (a later read is a plain miss, nothing is
+    /// `reclaimed`); older items are found flushed. A delayed flush unlinks
+    /// nothing at once (the delayed test below).
+    #[test]
+    fn immediate_flush_unlinks_recent_items_at_once() {
+        let mut f = Fixture::new();
+        f.put(b"old", b"v", 0, 7);
+        f.put(b"prev", b"v", 0, 9);
+        f.put(b"now", b"v", 0, 10);
+        f.sh.apply_flush(1u64 << 32, 10, &f.pool);
+        let before = f.sh.st.reclaimed;
+        let mut look = |k: &[u8]| f.sh.lookup(f.hasher.hash(k), k, 11, &f.pool, &mut Unreported);
+        assert!(matches!(look(b"now"), Found::Miss), "written in the flush's second");
+        assert!(matches!(look(b"prev"), Found::Miss), "written the second before");
+        assert!(matches!(look(b"old"), Found::Flushed), "older: found flushed");
+        assert_eq!(f.sh.st.reclaimed - before, 1, "only the flushed one is reclaimed");
+        assert_eq!(f.sh.st.curr_items, 0);
     }
 
     #[test]
