@@ -18,6 +18,11 @@
 //! memcached 1.6.24 appended ` flags=<client flags>` (1.6.38:
 //! `key=k exp=-1 la=1795745413 cas=2 fetch=no cls=1 size=67 flags=5`), and
 //! `size=` is the item's size as memcached counts it, the same as `me`'s.
+//! memcached 1.6.40 formats the line field by field, each followed by a
+//! space, so the line ends `flags=5 \n` (1.6.45:
+//! `key=k exp=-1 la=1795769373 cas=3 fetch=yes cls=1 size=61 flags=0 `);
+//! larder follows it, and the server begins the dump with `OK\r\n` as
+//! 1.6.43 does.
 //! The key is URI-encoded as memcached's `uriencode` does: every byte except
 //! ASCII letters, digits and `-._~` becomes `%XX` (upper-case hex); see
 //! [`crate::escape`] for how this relates to the escaping of `stats` listings.
@@ -86,7 +91,9 @@ pub fn write_line(out: &mut Vec<u8>, it: &MetadumpItem<'_>) {
     push_u64(out, it.size);
     out.extend_from_slice(b" flags=");
     push_u64(out, u64::from(it.flags));
-    out.push(b'\n');
+    // memcached 1.6.40's unrolled formatter ends every field with a space,
+    // the last one too.
+    out.extend_from_slice(b" \n");
 }
 
 /// Appends the terminating `END\r\n`.
@@ -160,8 +167,8 @@ mod tests {
         write_end(&mut out);
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "key=foo%3A1 exp=1795260483 la=1795260383 cas=1 fetch=yes cls=1 size=71 flags=0\n\
-             key=sp%25ace%C3%A9 exp=-1 la=1795260383 cas=6 fetch=no cls=1 size=68 flags=5\n\
+            "key=foo%3A1 exp=1795260483 la=1795260383 cas=1 fetch=yes cls=1 size=71 flags=0 \n\
+             key=sp%25ace%C3%A9 exp=-1 la=1795260383 cas=6 fetch=no cls=1 size=68 flags=5 \n\
              END\r\n"
         );
         let mut e = Vec::new();

@@ -4,16 +4,16 @@
 //! and refuses exactly the numbers memcached does.
 //!
 //! memcached 1.6.40 moved its text and meta parsing onto a new tokenizer,
-//! and 1.6.45 made it read the numeric tokens of meta flags (`N T R F C E J
-//! D`), `ms`'s length, `gat`'s and `touch`'s exptime, `incr`/`decr`'s delta
-//! and `cas`'s unique with its own strict readers instead of `strto*`
-//! (a flag with no digits could make `strto*` read past the request). The
-//! `strict_*` functions here are those readers: digits only (a `-` first
-//! for the signed one, nothing else: no `+`, no spaces), at most 11 or 22
-//! characters, out of range refused instead of truncated. larder's meta
-//! parser uses them; the text commands keep `safe_*` for now (the
-//! differential suite's streams, compared with memcached 1.6.18, send
-//! such numbers to them; docs/differences.md).
+//! which reads `gat`'s exptime, `cas`'s unique, `flush_all`'s delay and the
+//! admin commands' numbers with its own strict readers instead of `strto*`;
+//! 1.6.45 did the same for meta flags (`N T R F C E J D`), `touch`'s
+//! exptime and `incr`/`decr`'s delta (a flag with no digits could make
+//! `strto*` read past the request). The `strict_*` functions here are those
+//! readers: digits only (a `-` first for the signed one, nothing else: no
+//! `+`, no spaces), at most 11 or 22 characters, out of range refused
+//! instead of truncated. A storage line's flags and exptime keep `strto*`'s
+//! rules in 1.6.45 too; the lengths of `set` and `ms` (strict in 1.6.45)
+//! keep them in larder, as 1.6.18 and 1.6.38 have them (docs/differences.md).
 
 /// C's `isspace` in the "C" locale.
 fn is_c_space(b: u8) -> bool {

@@ -132,8 +132,10 @@ pub const MEMLIMIT_ADJUST_FAILED: &str = "MEMLIMIT_ADJUST_FAILED input value is 
 /// `flush_all` on a server started with flush disabled (`-F`); sent even
 /// under `noreply`.
 pub const FLUSH_ALL_NOT_ALLOWED: &str = "CLIENT_ERROR flush_all not allowed";
-/// `shutdown` on a server started without `-A`, whatever its arguments.
-pub const SHUTDOWN_NOT_ENABLED: &str = "ERROR: shutdown not enabled";
+/// `shutdown` on a server started without `-A`, whatever its arguments:
+/// memcached 1.6.40 and later (1.6.18 to 1.6.39: `ERROR: shutdown not
+/// enabled`, which clients read as an unknown command).
+pub const SHUTDOWN_NOT_ENABLED: &str = "SERVER_ERROR: shutdown not enabled";
 /// `stats detail` with a word other than `on`, `off` or `dump`.
 pub const STATS_DETAIL_USAGE: &str = "CLIENT_ERROR usage: stats detail on|off|dump";
 /// `stats cachedump` on a server started with key dumps off (`-X`).

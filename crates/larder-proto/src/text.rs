@@ -18,12 +18,19 @@
 //!   a token). Only the first 23 tokens count toward a command's arity; the
 //!   rest of the line is ignored, except by the get family, whose keys run to
 //!   the end of the line and are all validated here.
-//! * Numbers are read the way C's `strtoul`/`strtol` read them inside
-//!   memcached's `safe_strto*` helpers: leading whitespace and a sign are
-//!   accepted, the digits may be followed by whitespace and anything after
-//!   it, values wider than the target are truncated (flags `4294967297` is
-//!   `1`, exptime is an `int32_t`), and a negative value is refused by the
-//!   unsigned readers only when it wraps to a value with the top bit set.
+//! * Numbers are read as memcached 1.6.45 reads them. The storage line's
+//!   flags, exptime and length keep the rules of C's `strtoul`/`strtol`
+//!   inside memcached's `safe_strto*` helpers: leading whitespace and a
+//!   sign are accepted, the digits may be followed by whitespace and
+//!   anything after it, values wider than the target are truncated (flags
+//!   `4294967297` is `1`, exptime is an `int32_t`), and a negative value is
+//!   refused by the unsigned readers only when it wraps to a value with the
+//!   top bit set. Every other number (`gat`'s and `touch`'s exptime,
+//!   `incr`/`decr`'s delta, `cas`'s unique, `flush_all`'s delay,
+//!   `verbosity`, `cache_memlimit`) is read strictly, as memcached reads it
+//!   from 1.6.40 (`gat`, `cas`, `flush_all`, `verbosity`, `cache_memlimit`)
+//!   or 1.6.45 (`touch`, `incr`/`decr`): digits only, a `-` first where
+//!   the number is signed, out of range refused ([`crate::number`]).
 //!
 //! The parser is stateless and never allocates: the server calls it again on
 //! the same bytes when more arrive.
@@ -79,8 +86,8 @@ pub enum AdminCommand {
 
 use crate::block::{self, Block, Input, Shape};
 use crate::meta::MetaRequest;
-use crate::number::{safe_i64, safe_u64};
-pub use crate::number::{safe_f64, safe_i32, safe_u32};
+use crate::number::{safe_i64, strict_u64};
+pub use crate::number::{safe_f64, safe_i32, safe_u32, strict_i32, strict_u32};
 pub use crate::outcome::{item_size, Limits, Outcome, StoreCommand, BAD_DATA_CHUNK, BAD_FORMAT, ERROR, KEY_MAX_LENGTH, TOO_LARGE};
 
 /// What [`parse`] found at the front of the buffer (see [`Outcome`]).
@@ -514,7 +521,7 @@ fn gat<'a>(t: &Tokens<'a>, line: Line, cas: bool) -> Parsed<'a> {
     if t.len < 2 {
         return line.error(ERROR);
     }
-    let exptime = match safe_i32(t.get(1)) {
+    let exptime = match strict_i32(t.get(1)) {
         Some(v) => i64::from(v),
         None => return line.error(INVALID_EXPTIME),
     };
@@ -567,7 +574,7 @@ fn store<'a>(
         StoreKind::Replace => StoreCommand::Replace,
         StoreKind::Append => StoreCommand::Append,
         StoreKind::Prepend => StoreCommand::Prepend,
-        StoreKind::Cas => match safe_u64(t.get(5)) {
+        StoreKind::Cas => match strict_u64(t.get(5)) {
             Some(unique) => StoreCommand::Cas(unique),
             None => return line.fail(BAD_FORMAT, noreply),
         },
@@ -646,7 +653,7 @@ fn arith<'a>(t: &Tokens<'a>, line: Line, incr: bool) -> Parsed<'a> {
     if !key_ok(key) {
         return line.fail(BAD_FORMAT, noreply);
     }
-    match safe_u64(t.get(2)) {
+    match strict_u64(t.get(2)) {
         Some(delta) => line.request(Request::Arith {
             key,
             incr,
@@ -667,7 +674,7 @@ fn touch<'a>(t: &Tokens<'a>, line: Line) -> Parsed<'a> {
     if !key_ok(key) {
         return line.fail(BAD_FORMAT, noreply);
     }
-    match safe_i32(t.get(2)) {
+    match strict_i32(t.get(2)) {
         Some(e) => line.request(Request::Touch {
             key,
             exptime: i64::from(e),
@@ -687,7 +694,7 @@ fn flush_all<'a>(t: &Tokens<'a>, line: Line) -> Parsed<'a> {
     let noreply = t.noreply();
     let mut delay = 0;
     if t.len != if noreply { 2 } else { 1 } {
-        match safe_i32(t.get(1)) {
+        match strict_i32(t.get(1)) {
             Some(d) => delay = i64::from(d),
             None => return line.fail(INVALID_EXPTIME, noreply),
         }
@@ -701,7 +708,7 @@ fn verbosity<'a>(t: &Tokens<'a>, line: Line) -> Parsed<'a> {
         return line.error(ERROR);
     }
     let noreply = t.noreply();
-    match safe_u32(t.get(1)) {
+    match strict_u32(t.get(1)) {
         Some(level) => line.request(Request::Verbosity { level, noreply }),
         None => line.fail(BAD_FORMAT, noreply),
     }
@@ -723,7 +730,7 @@ fn cache_memlimit<'a>(t: &Tokens<'a>, line: Line) -> Parsed<'a> {
         return line.error(ERROR);
     }
     let noreply = t.noreply();
-    match safe_u32(t.get(1)) {
+    match strict_u32(t.get(1)) {
         Some(mb) => line.request(Request::CacheMemlimit {
             megabytes: u64::from(mb),
             noreply,

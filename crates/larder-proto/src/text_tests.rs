@@ -3,6 +3,7 @@
 
 use super::*;
 use larder_testkit::XorShift64Star;
+use crate::number::safe_u64;
 
 fn p(buf: &[u8]) -> Parsed<'_> {
     parse(buf, &Limits::default())
@@ -144,16 +145,38 @@ fn gat_and_gats() {
     assert_eq!(err(b"gat x a\r\n"), INVALID_EXPTIME);
     assert_eq!(err(b"gat x\r\n"), INVALID_EXPTIME);
     assert_eq!(err(b"gat\r\n"), ERROR);
-    // The exptime is a number, not a key: its length is not limited.
-    // (memcached 1.6.45 reads text exptimes, deltas and uniques strictly;
-    // larder keeps strtol's rules there for now: see crate::number.)
+    // memcached 1.6.40+ reads gat's exptime strictly: at most 11
+    // characters, digits only, out of an int32_t's range refused (1.6.18
+    // and 1.6.38 took 300 zeros and a 1, `+5`, and truncated 4294967297 to 1).
     let long_zero = [&b"gat "[..], &[b'0'; 300], b"1 k\r\n"].concat();
-    assert!(matches!(req(&long_zero), Request::Gat { exptime: 1, .. }));
-    // exptime is an int32_t in memcached.
-    assert!(matches!(
-        req(b"gat 4294967297 a\r\n"),
-        Request::Gat { exptime: 1, .. }
-    ));
+    assert_eq!(err(&long_zero), INVALID_EXPTIME);
+    assert_eq!(err(b"gat 4294967297 a\r\n"), INVALID_EXPTIME);
+    assert_eq!(err(b"gat +5 a\r\n"), INVALID_EXPTIME);
+    assert_eq!(err(b"gat 2147483648 a\r\n"), INVALID_EXPTIME);
+    assert!(matches!(req(b"gat -2147483648 a\r\n"), Request::Gat { exptime: -2147483648, .. }));
+    assert!(matches!(req(b"gat 00000000005 a\r\n"), Request::Gat { exptime: 5, .. }));
+}
+
+/// memcached 1.6.45 reads touch's exptime and incr/decr's delta strictly,
+/// as 1.6.40 already read cas's unique, flush_all's delay, verbosity and
+/// cache_memlimit (protocol.txt keeps the grammar; the readers changed).
+#[test]
+fn numbers_of_the_text_commands_are_read_strictly() {
+    for bad in [&b"touch k +5\r\n"[..], b"touch k 4294967297\r\n", b"touch k 5x\r\n", b"touch k 000000000005\r\n"] {
+        assert_eq!(err(bad), INVALID_EXPTIME, "{}", String::from_utf8_lossy(bad));
+    }
+    assert!(matches!(req(b"touch k -1\r\n"), Request::Touch { exptime: -1, .. }));
+    for bad in [&b"incr k +1\r\n"[..], b"decr k -0\r\n", b"incr k 18446744073709551616\r\n", b"incr k 00000000000000000000001\r\n"] {
+        assert_eq!(err(bad), INVALID_DELTA, "{}", String::from_utf8_lossy(bad));
+    }
+    assert!(matches!(req(b"incr k 18446744073709551615\r\n"), Request::Arith { delta: u64::MAX, .. }));
+    assert_eq!(err(b"cas k 0 0 1 +5\r\n"), BAD_FORMAT);
+    assert_eq!(err(b"cas k 0 0 1 -0\r\n"), BAD_FORMAT);
+    assert_eq!(err(b"flush_all +5\r\n"), INVALID_EXPTIME);
+    assert_eq!(err(b"verbosity +1\r\n"), BAD_FORMAT);
+    assert_eq!(err(b"cache_memlimit +64\r\n"), ERROR);
+    // A storage line's flags and exptime keep strtol's reading (1.6.45 too).
+    assert!(matches!(req(b"set k +5 +6 1\r\nx\r\n"), Request::Store { flags: 5, exptime: 6, .. }));
 }
 
 fn store_req(buf: &[u8]) -> (StoreCommand, Vec<u8>, u32, i64, Vec<u8>, bool) {

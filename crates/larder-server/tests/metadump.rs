@@ -1,5 +1,6 @@
 //! `lru_crawler metadump all|<classes> [prefix=<p>]`: memcached's line
-//! format, streamed shard by shard, END; refused under -X as memcached does.
+//! format (1.6.43's: `OK` first, each line ending in a space), streamed
+//! shard by shard, END; refused under -X as memcached does.
 //! `lru_crawler mgdump` (memcached 1.6.19, with 1.6.43's `OK` first), and
 //! `mn` before a dump on one connection (memcached flushes at `mn`).
 
@@ -10,6 +11,7 @@ use std::collections::HashSet;
 
 fn dump(c: &mut Client, cmd: &str) -> Vec<String> {
     c.send(format!("{cmd}\r\n").as_bytes());
+    assert_eq!(c.line(), "OK\r\n", "memcached 1.6.43 begins a dump with OK");
     let mut lines = Vec::new();
     loop {
         let l = c.line();
@@ -17,7 +19,7 @@ fn dump(c: &mut Client, cmd: &str) -> Vec<String> {
         if l == "END\r\n" {
             return lines;
         }
-        assert!(l.ends_with('\n') && !l.ends_with("\r\n"), "{l:?}");
+        assert!(l.ends_with(" \n") && !l.ends_with("\r\n"), "{l:?}");
         lines.push(l.trim_end().to_string());
     }
 }
@@ -58,6 +60,7 @@ fn metadump_lists_live_items_in_memcacheds_format() {
     assert_eq!(lines.len(), 2, "{lines:?}");
     // The connection goes on serving afterwards, pipelined requests included.
     c.send(b"lru_crawler metadump 1 prefix=sess\r\nget sess:1\r\n");
+    assert_eq!(c.line(), "OK\r\n");
     assert!(c.line().starts_with("key=sess%3A1 "));
     assert_eq!(c.line(), "END\r\n");
     assert_eq!(c.line(), "VALUE sess:1 0 1\r\n");
@@ -144,6 +147,7 @@ fn mgdump_lists_keys_as_mg_commands() {
     c.line();
     assert_eq!(c.line(), "END\r\n");
     assert_eq!(c.line(), "MN\r\n");
+    assert_eq!(c.line(), "OK\r\n");
     assert!(c.line().starts_with("key="));
     assert!(c.line().starts_with("key="));
     assert_eq!(c.line(), "END\r\n");

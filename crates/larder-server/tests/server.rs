@@ -262,7 +262,8 @@ fn sigterm_and_sigint_exit_cleanly() {
 fn shutdown_needs_dash_a() {
     let l = Larder::start(&[]);
     let mut c = l.connect();
-    c.expect(b"shutdown\r\n", b"ERROR: shutdown not enabled\r\n");
+    // memcached 1.6.40 and later (1.6.38: `ERROR: shutdown not enabled`).
+    c.expect(b"shutdown\r\n", b"SERVER_ERROR: shutdown not enabled\r\n");
     let mut l = Larder::start(&["-A"]);
     let mut c = l.connect();
     c.send(b"shutdown\r\n");

@@ -321,10 +321,14 @@ fn general(srv: &Server, s: &mut Snapshot) {
         // slab_reassign_busy_nomem and moved it after busy_deletes.
         "slab_reassign_rescues", "slab_reassign_chunk_rescues", "slab_reassign_inline_reclaim",
         "slab_reassign_busy_items", "slab_reassign_busy_deletes", "slab_reassign_busy_nomem",
-        "slab_reassign_running", "slabs_moved",
     ] {
         s.u64(name, 0);
     }
+    // memcached 1.6.40: why the slab mover last found a page busy; "none"
+    // until it has (larder has no slab mover).
+    s.str("slab_reassign_last_busy_status", "none");
+    s.u64("slab_reassign_running", 0);
+    s.u64("slabs_moved", 0);
     if srv.settings().lru_crawler {
         s.u64("lru_crawler_running", 0);
         s.u64("lru_crawler_starts", 0);

@@ -1,6 +1,8 @@
 //! memcached's slab and LRU tuning commands (`slabs automove ...`,
 //! `lru tune|mode|temp_ttl ...`, `lru_crawler crawl|sleep|tocrawl ...`),
-//! answered with memcached 1.6.38's replies and accepted without effect.
+//! answered with memcached 1.6.38's replies and accepted without effect;
+//! their numbers are read strictly, as memcached reads them from 1.6.40
+//! (`larder_proto::number`; a class list keeps `strtoul`'s reading).
 //!
 //! larder has no slab classes, no slab mover, no segmented LRU and no
 //! background crawler (expired items are reclaimed when met, and by
@@ -13,7 +15,7 @@
 //! `slabs reassign` is the one refused: memcached's reply when slab
 //! reassignment is off, which `stats settings` reports (`slab_reassign no`).
 
-use larder_proto::text::{safe_f64, safe_i32, safe_u32};
+use larder_proto::text::{safe_f64, safe_u32, strict_i32, strict_u32};
 
 /// memcached's `set_noreply_maybe`: a final `noreply` token silences the
 /// reply (whatever it is).
@@ -54,11 +56,11 @@ fn automove(w: &[&[u8]]) -> &'static str {
             }
         }
         b"window" => {
-            if w.len() < 2 || safe_u32(w[1]).is_none() {
+            if w.len() < 2 || strict_u32(w[1]).is_none() {
                 return "CLIENT_ERROR bad command line format";
             }
         }
-        level => match safe_u32(level) {
+        level => match strict_u32(level) {
             None => return "CLIENT_ERROR bad command line format",
             Some(0..=2) => {}
             Some(_) => return "ERROR",
@@ -73,7 +75,7 @@ pub fn lru(args: &[u8]) -> Option<&'static str> {
     let (w, noreply) = split(args);
     let reply = match w.first().copied() {
         Some(b"tune") if w.len() >= 5 => {
-            match (safe_u32(w[1]), safe_u32(w[2]), safe_f64(w[3]), safe_f64(w[4])) {
+            match (strict_u32(w[1]), strict_u32(w[2]), safe_f64(w[3]), safe_f64(w[4])) {
                 (Some(hot), Some(warm), Some(hot_factor), Some(factor)) => {
                     if u64::from(hot) + u64::from(warm) > 80 {
                         "ERROR hot and warm pcts must not exceed 80"
@@ -90,7 +92,7 @@ pub fn lru(args: &[u8]) -> Option<&'static str> {
             b"flat" | b"segmented" => "OK",
             _ => "ERROR",
         },
-        Some(b"temp_ttl") if w.len() >= 2 && safe_i32(w[1]).is_some() => "OK",
+        Some(b"temp_ttl") if w.len() >= 2 && strict_i32(w[1]).is_some() => "OK",
         _ => "ERROR",
     };
     answer(reply, noreply)
@@ -148,11 +150,11 @@ pub fn lru_crawler(args: &[u8], crawler_enabled: bool) -> Option<&'static str> {
                 }
             }
         }
-        [b"tocrawl", n] => match safe_u32(n) {
+        [b"tocrawl", n] => match strict_u32(n) {
             Some(_) => "OK",
             None => "CLIENT_ERROR bad command line format",
         },
-        [b"sleep", n] => match safe_u32(n) {
+        [b"sleep", n] => match strict_u32(n) {
             Some(us) if us > 1_000_000 => "CLIENT_ERROR sleep must be one second or less",
             Some(_) => "OK",
             None => "CLIENT_ERROR bad command line format",

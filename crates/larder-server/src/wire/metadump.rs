@@ -1,7 +1,7 @@
 //! `lru_crawler metadump` and `lru_crawler mgdump` (memcached 1.6.19: one
 //! `mg <key>\r\n` per item, `mg <base64> b\r\n` for a binary key, then
-//! `EN\r\n`; like memcached 1.6.43 and later, larder begins it with `OK\r\n`,
-//! which 1.6.19-1.6.42 meant to send but did not: docs/differences.md),
+//! `EN\r\n`; like memcached 1.6.43 and later, larder begins both dumps with
+//! `OK\r\n`, which 1.6.19-1.6.42 did not send: docs/differences.md),
 //! streamed: a few segments of one store shard at a
 //! time ([`SEGMENTS_PER_STEP`], under that shard's lock only) are encoded
 //! into the output; past the high-water mark the dump waits for the client
@@ -65,9 +65,8 @@ pub fn start(srv: &Server, kind: Kind, words: &[&[u8]], pipelined: bool, out: &m
             return None;
         }
     }
-    if kind == Kind::Mg {
-        out.extend_from_slice(larder_proto::reply::OK);
-    }
+    // memcached 1.6.43 and later begin both dumps with it.
+    out.extend_from_slice(larder_proto::reply::OK);
     Some(Dump { kind, shard: 0, after_gen: 0, prefix: args.prefix.map(<[u8]>::to_vec) })
 }
 
