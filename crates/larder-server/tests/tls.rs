@@ -216,22 +216,9 @@ fn mtls_and_btls_listeners_set_their_own_client_certificate_rule() {
 #[test]
 fn sighup_reloads_the_certificates() {
     let c = certs();
-    let dir = tempdir("sighup");
-    let (crt, key) = (dir.join("crt.pem"), dir.join("key.pem"));
-    std::fs::copy(&c.server_crt, &crt).unwrap();
-    std::fs::copy(&c.server_key, &key).unwrap();
+    let (crt, key, mut args) = replaceable_certs("sighup");
     let tls = free_port();
-    let args = [
-        "-Z".to_string(),
-        "-o".into(),
-        format!("ssl_chain_cert={}", crt.display()),
-        "-o".into(),
-        format!("ssl_key={}", key.display()),
-        "-l".into(),
-        format!("127.0.0.1:{tls}"),
-        "-l".into(),
-        "notls:127.0.0.1".into(),
-    ];
+    args.extend(["-l".into(), format!("127.0.0.1:{tls}"), "-l".into(), "notls:127.0.0.1".into()]);
     let (l, stderr) = Larder::start_capturing_stderr(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let hup = || {
         let status = Command::new("kill").args(["-HUP", &l.pid().to_string()]).status().unwrap();
@@ -320,22 +307,9 @@ fn session_cache_resumes_and_counts_new_sessions() {
 #[test]
 fn refresh_certs_swaps_the_certificate_for_new_connections() {
     let c = certs();
-    let dir = tempdir("refresh");
-    let (crt, key) = (dir.join("crt.pem"), dir.join("key.pem"));
-    std::fs::copy(&c.server_crt, &crt).unwrap();
-    std::fs::copy(&c.server_key, &key).unwrap();
+    let (crt, key, mut args) = replaceable_certs("refresh");
     let tls = free_port();
-    let args = [
-        "-Z".to_string(),
-        "-o".into(),
-        format!("ssl_chain_cert={}", crt.display()),
-        "-o".into(),
-        format!("ssl_key={}", key.display()),
-        "-l".into(),
-        "notls:127.0.0.1".into(),
-        "-l".into(),
-        format!("127.0.0.1:{tls}"),
-    ];
+    args.extend(["-l".into(), "notls:127.0.0.1".into(), "-l".into(), format!("127.0.0.1:{tls}")]);
     let l = Larder::start(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let original = std::fs::read(&c.server_crt).unwrap();
     let mut old = TlsClient::connect(tls);
@@ -378,6 +352,24 @@ fn tempdir(name: &str) -> std::path::PathBuf {
     let d = certs().dir.join(name);
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+/// Copies of the test server's certificate and key that a test may
+/// overwrite (to reload them), and the `-Z` flags that use the copies.
+fn replaceable_certs(name: &str) -> (std::path::PathBuf, std::path::PathBuf, Vec<String>) {
+    let c = certs();
+    let dir = tempdir(name);
+    let (crt, key) = (dir.join("crt.pem"), dir.join("key.pem"));
+    std::fs::copy(&c.server_crt, &crt).unwrap();
+    std::fs::copy(&c.server_key, &key).unwrap();
+    let args = vec![
+        "-Z".to_string(),
+        "-o".into(),
+        format!("ssl_chain_cert={}", crt.display()),
+        "-o".into(),
+        format!("ssl_key={}", key.display()),
+    ];
+    (crt, key, args)
 }
 
 #[test]

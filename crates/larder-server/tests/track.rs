@@ -5,7 +5,7 @@
 //! millions of distinct keys tracked keeps the server within its table and
 //! stream limits (resident memory watched), and gets one `LOST`.
 
-use larder_testkit::{Client, Larder};
+use larder_testkit::{figure, Client, Larder};
 use std::io::Read;
 use std::time::Duration;
 
@@ -126,8 +126,8 @@ fn a_subscriber_that_never_reads_stays_within_its_bounds() {
     }
     // The table cannot hold them all: the oldest were evicted, each
     // eviction queuing an IV into a stream nobody reads.
-    let mid = String::from_utf8(writer.roundtrip(b"stats larder\r\n", b"END\r\n")).unwrap();
-    assert!(mid.contains("STAT larder_track_keys "), "{mid}");
+    let mid = writer.stats("larder");
+    assert!(mid.iter().any(|(n, _)| n == "larder_track_keys"), "{mid:?}");
     // Overwrite them all: whatever is still tracked is invalidated.
     for start in (0..KEYS).step_by(BATCH) {
         let sets: String = (start..start + BATCH).map(|i| format!("set hostile:key:{i:08} 0 0 1 noreply\r\ny\r\n")).collect();
@@ -135,10 +135,8 @@ fn a_subscriber_that_never_reads_stays_within_its_bounds() {
     }
     writer.expect(b"mn\r\n", b"MN\r\n");
     let grown = l.rss_bytes().saturating_sub(before);
-    let stats = String::from_utf8(writer.roundtrip(b"stats larder\r\n", b"END\r\n")).unwrap();
-    let stat = |name: &str| -> u64 {
-        stats.lines().find_map(|l| l.strip_prefix(&format!("STAT {name} "))).map(|v| v.trim().parse().unwrap()).unwrap_or_else(|| panic!("no {name}"))
-    };
+    let stats = writer.stats("larder");
+    let stat = |name: &str| figure(&stats, name);
     println!(
         "track hostile: rss +{:.1} MiB, track_bytes {}, track_evictions {}, track_lost {}",
         grown as f64 / 1048576.0,
@@ -146,7 +144,7 @@ fn a_subscriber_that_never_reads_stays_within_its_bounds() {
         stat("larder_track_evictions"),
         stat("larder_track_lost")
     );
-    let mid_bytes: u64 = mid.lines().find_map(|l| l.strip_prefix("STAT larder_track_bytes ")).unwrap().trim().parse().unwrap();
+    let mid_bytes = figure(&mid, "larder_track_bytes");
     // (Once the stream overflowed, the subscriber's entries were dropped and
     // its reads stop registering until it has read its LOST: the table may
     // well be empty by now.)
@@ -199,10 +197,8 @@ fn many_subscribers_that_never_read_stay_within_the_connection_budget() {
         writer.expect(b"mn\r\n", b"MN\r\n");
     }
     let grown = l.rss_bytes().saturating_sub(before);
-    let stats = String::from_utf8(writer.roundtrip(b"stats larder\r\n", b"END\r\n")).unwrap();
-    let stat = |name: &str| -> u64 {
-        stats.lines().find_map(|l| l.strip_prefix(&format!("STAT {name} "))).map(|v| v.trim().parse().unwrap()).unwrap_or_else(|| panic!("no {name}"))
-    };
+    let stats = writer.stats("larder");
+    let stat = |name: &str| figure(&stats, name);
     let queued = stat("larder_track_queue_bytes");
     let resting = SUBS as u64 * 2 * 16 * 1024;
     let bound = (BUDGET_MB as u64) << 20;

@@ -123,8 +123,7 @@ impl Client {
     /// One figure of `stats`, or of `stats larder` for larder's own
     /// (`larder_*`) figures.
     pub fn stat(&mut self, name: &str) -> u64 {
-        let all = self.stats(if name.starts_with("larder_") { "larder" } else { "" });
-        all.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("no stat {name}")).1.parse().unwrap()
+        figure(&self.stats(if name.starts_with("larder_") { "larder" } else { "" }), name)
     }
 
     /// The server's pid from `stats`, if it answers like a memcached (any
@@ -169,4 +168,11 @@ impl Client {
             Err(e) => matches!(e.kind(), std::io::ErrorKind::ConnectionReset),
         }
     }
+}
+
+/// One numeric figure of a [`Client::stats`] listing (several figures of
+/// one listing are one moment's).
+pub fn figure(stats: &[(String, String)], name: &str) -> u64 {
+    let v = &stats.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("no stat {name}")).1;
+    v.parse().unwrap_or_else(|e| panic!("stat {name} {v:?}: {e}"))
 }

@@ -13,6 +13,7 @@
 //! | [`launch`] | free ports, the start-and-check-the-pid loop both launchers share, and [`eventually`] (poll a figure until it settles) | the launchers; tests that need several ports or wait for a server to settle |
 //! | [`rng`] | the seeded generators the tests use (xorshift64, xorshift64*, splitmix64) | random workloads and values |
 //! | [`values`] | self-describing values that expose tearing, truncation and misdirection | large-value tests of the store and the server |
+//! | [`scratch`] | directories under /tmp that are removed when a test is done with them | the TLS PKI, the snapshot tests |
 //! | [`tls`] | a throwaway CA and certificates (the `openssl` command), a blocking TLS client (rustls) | the TLS tests |
 //! | `flaw` (only with `--cfg larder_loom`) | the one switch for the deliberate bugs each crate plants for its loom models | larder-store's and larder-server's `sync::flaw` |
 //! | `loom` (only with `--cfg larder_loom`) | run a loom model over every interleaving and count them; show that a deliberate flaw fails it | the loom models of larder-store and larder-server (scripts/loom) |
@@ -34,10 +35,11 @@ pub mod loom;
 pub mod memcached;
 pub mod policy;
 pub mod rng;
+pub mod scratch;
 pub mod tls;
 pub mod values;
 
-pub use client::Client;
+pub use client::{figure, Client};
 pub use larder::{find_larder_binary, larder_binary, Larder, Stderr};
 pub use launch::{eventually, free_port, free_ports, running_as_root, user_args};
 pub use memcached::Memcached;

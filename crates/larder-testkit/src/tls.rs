@@ -55,6 +55,9 @@ fn issue(dir: &Path, name: &str, cn: &str, san: Option<&str>) {
 pub fn certs() -> &'static Certs {
     static CERTS: OnceLock<Certs> = OnceLock::new();
     CERTS.get_or_init(|| {
+        // Kept for the whole process (a static is never dropped): the next
+        // test process sweeps it away.
+        crate::scratch::sweep_dead("tls");
         let dir = std::env::temp_dir().join(format!("larder-tls-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         openssl(&dir, &["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "36500", "-subj", "/CN=larder test CA"]);

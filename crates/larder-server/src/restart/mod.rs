@@ -185,11 +185,11 @@ mod tests {
         Store::new(Config { memory_limit: 16 << 20, ..Config::default() }).unwrap()
     }
 
-    fn dir(name: &str) -> String {
-        let d = std::env::temp_dir().join(format!("larder-persist-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(&d).unwrap();
-        d.join("cache").to_string_lossy().into_owned()
+    /// A snapshot path in a directory removed when the guard drops.
+    fn dir(name: &str) -> (larder_testkit::scratch::ScratchDir, String) {
+        let d = larder_testkit::scratch::ScratchDir::new(&format!("persist-{name}"));
+        let path = d.path().join("cache").to_string_lossy().into_owned();
+        (d, path)
     }
 
     fn full() -> Store {
@@ -202,7 +202,7 @@ mod tests {
 
     #[test]
     fn save_then_load_removes_the_file() {
-        let path = dir("roundtrip");
+        let (_scratch, path) = dir("roundtrip");
         let (rep, _) = save(&full(), &path, SAVE).unwrap();
         assert_eq!(rep.items, 500);
         assert!(Path::new(&path).exists() && !temp_path(&path).exists());
@@ -218,7 +218,7 @@ mod tests {
 
     #[test]
     fn an_interrupted_save_is_discarded() {
-        let path = dir("interrupted");
+        let (_scratch, path) = dir("interrupted");
         save(&full(), &path, SAVE).unwrap();
         // A save killed mid-write: its temp file, part of a snapshot.
         let bytes = fs::read(&path).unwrap();
@@ -232,7 +232,7 @@ mod tests {
 
     #[test]
     fn damaged_starts_empty_foreign_refuses() {
-        let path = dir("damaged");
+        let (_scratch, path) = dir("damaged");
         save(&full(), &path, SAVE).unwrap();
         let mut bytes = fs::read(&path).unwrap();
         bytes[200] ^= 4;
