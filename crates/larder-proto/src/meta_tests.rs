@@ -217,9 +217,10 @@ fn error_precedence() {
     assert!(mreq(b"mg k O123456789012345678901234567890123\r\n").opaque_too_long());
     assert!(mreq(b"ma k O123456789012345678901234567890123\r\n").opaque_too_long());
     assert!(!mreq(b"mg k O1234567890123456789012345678901\r\n").opaque_too_long());
-    // A NUL ends the command text.
-    let r = mreq(b"mg k v\0 q\r\n");
-    assert!(r.flags.has(b'v') && !r.quiet());
+    // A NUL is an ordinary byte of a token (memcached 1.6.40; 1.6.18 to
+    // 1.6.38 ended the command text there).
+    let r = mreq(b"mg k\0x v\r\n");
+    assert!(r.key() == b"k\0x" && r.flags.has(b'v'));
 }
 
 #[test]
@@ -869,7 +870,7 @@ fn recorded_vectors() {
                 continue;
             }
         };
-        if got != v.reply {
+        if got != v.reply && !short_lines_refused(v.reply, &got) {
             failures.push(format!(
                 "{}:\n  memcached: {:?}\n  larder:    {:?}",
                 v.name,
@@ -1133,6 +1134,9 @@ fn recorded_random_requests_error_alike() {
             continue; // 1.6.18 refuses `E` and `x`; larder accepts them (see meta.rs)
         }
         let got = error_lines(input);
+        if short_lines_refused(errors, &got) {
+            continue; // 1.6.40 answers a line shorter than 4 bytes otherwise (see short_lines_refused)
+        }
         if got != errors && reads_numbers_differently(input) {
             strict_differs += 1;
             continue; // 1.6.45 reads this flag's number strictly (crate::number)
@@ -1202,6 +1206,20 @@ fn uses_newer_flag(request: &[u8]) -> bool {
 /// A request whose 1.6.18 reply a later release changed: [`uses_newer_flag`],
 /// `ms` with `s` (1.6.20 prints the size), `mg` with `C` (1.6.40 may
 /// withhold the value), every `me` (1.6.24 prints `exp=` unnegated).
+/// memcached 1.6.18 recorded `ERROR` for the leftovers of these streams
+/// (a bare `\r\n` after a refused data block, a `\n` alone), lines
+/// shorter than 4 bytes, which 1.6.40 and later answer `CLIENT_ERROR bad
+/// command line format` (docs/differences.md; the text parser's tests
+/// check that rule against 1.6.45's replies): `got` is the recording with
+/// some of its bare `ERROR` lines read that way, and nothing else changed.
+fn short_lines_refused(recorded: &[u8], got: &[u8]) -> bool {
+    let rec: Vec<&[u8]> = recorded.split_inclusive(|&b| b == b'\n').collect();
+    let new: Vec<&[u8]> = got.split_inclusive(|&b| b == b'\n').collect();
+    rec.len() == new.len()
+        && rec != new
+        && rec.iter().zip(&new).all(|(r, n)| r == n || (*r == b"ERROR\r\n" && *n == b"CLIENT_ERROR bad command line format\r\n"))
+}
+
 fn newer_reply(request: &[u8]) -> bool {
     let line = request.split(|&b| b == b'\n').next().unwrap_or(b"");
     let mut words = line.split(|&b| b == b' ' || b == b'\r').filter(|w| !w.is_empty());
