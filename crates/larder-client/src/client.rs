@@ -263,27 +263,48 @@ impl Client {
     /// Stores `value` with a TTL in seconds (0: none).
     pub fn set(&self, key: &str, value: &[u8], ttl: u32) -> Result<(), Error> {
         check_key(key)?;
+        self.meta_set(key, value, ttl, None, |reply| match reply {
+            Reply::Other(Header::Hd(_)) => Some(Ok(())),
+            Reply::Other(Header::Ns) => Some(Err(Error::NotStored)),
+            _ => None,
+        })
+    }
+
+    /// Sends `ms key <len> T<ttl>` (with `C<cas>` if given) and reads the
+    /// reply with `read`; a reply `read` does not expect (`None`) marks the
+    /// connection broken. The near cache drops its copy of `key` before the
+    /// write and again after it: writes on attached connections are
+    /// `noloop`, so a read that raced the write cannot leave the old value,
+    /// and the near cache never holds what was written, only what a tracked
+    /// read returns.
+    fn meta_set<T>(
+        &self,
+        key: &str,
+        value: &[u8],
+        ttl: u32,
+        cas: Option<u64>,
+        read: impl FnOnce(&Reply) -> Option<Result<T, Error>>,
+    ) -> Result<T, Error> {
         self.local_invalidate(key);
         let node = self.node(key);
         let mut c = node.pool.checkout()?;
         let r = c.run(|conn| {
-            let mut cmd = format!("ms {key} {} T{ttl}\r\n", value.len()).into_bytes();
+            let mut cmd = format!("ms {key} {} T{ttl}", value.len()).into_bytes();
+            if let Some(cas) = cas {
+                cmd.extend_from_slice(format!(" C{cas}").as_bytes());
+            }
+            cmd.extend_from_slice(b"\r\n");
             cmd.extend_from_slice(value);
             cmd.extend_from_slice(b"\r\n");
             conn.send(&cmd)?;
             conn.reply()
         });
-        // Writes on attached connections are `noloop`: this process drops its
-        // own copy after the write, so a read that raced it cannot leave the old value.
         self.local_invalidate(key);
-        match r? {
-            Reply::Other(Header::Hd(_)) => Ok(()),
-            Reply::Other(Header::Ns) => Err(Error::NotStored),
-            other => {
-                c.broken = true;
-                Err(Error::Protocol(format!("unexpected reply to ms: {other:?}")))
-            }
-        }
+        let reply = r?;
+        read(&reply).unwrap_or_else(|| {
+            c.broken = true;
+            Err(Error::Protocol(format!("unexpected reply to ms: {reply:?}")))
+        })
     }
 
     /// Deletes `key`; true if it was there.
@@ -479,28 +500,12 @@ impl Client {
     /// `ms key <len> T<ttl> C<cas>`: true if stored, false if the lease was
     /// lost (`EX`: someone wrote the key; `NF`: it was deleted or expired).
     fn store_under_lease(&self, key: &str, value: &[u8], ttl: u32, cas: u64) -> Result<bool, Error> {
-        self.local_invalidate(key);
-        let node = self.node(key);
-        let mut c = node.pool.checkout()?;
-        let r = c.run(|conn| {
-            let mut cmd = format!("ms {key} {} T{ttl} C{cas}\r\n", value.len()).into_bytes();
-            cmd.extend_from_slice(value);
-            cmd.extend_from_slice(b"\r\n");
-            conn.send(&cmd)?;
-            conn.reply()
-        });
-        // As in `set`: the near cache never holds the loaded value, only
-        // what a tracked read returns.
-        self.local_invalidate(key);
-        match r? {
-            Reply::Other(Header::Hd(_)) => Ok(true),
-            Reply::Other(Header::Ex | Header::Nf) => Ok(false),
-            Reply::Other(Header::Ns) => Err(Error::NotStored),
-            other => {
-                c.broken = true;
-                Err(Error::Protocol(format!("unexpected reply to ms C: {other:?}")))
-            }
-        }
+        self.meta_set(key, value, ttl, Some(cas), |reply| match reply {
+            Reply::Other(Header::Hd(_)) => Some(Ok(true)),
+            Reply::Other(Header::Ex | Header::Nf) => Some(Ok(false)),
+            Reply::Other(Header::Ns) => Some(Err(Error::NotStored)),
+            _ => None,
+        })
     }
 
     /// `md key C<cas>`: deletes only if the item is still the one with `cas`.

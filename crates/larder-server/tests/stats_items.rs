@@ -144,3 +144,26 @@ fn cachedump_and_stats_larder() {
     let l = Larder::start(&["-t", "1", "-X"]);
     l.connect().expect(b"stats cachedump 1 1\r\n", b"CLIENT_ERROR stats cachedump not allowed\r\n");
 }
+
+/// `stats slabs` counts chunks as memcached does, one per item, whatever
+/// shards (and so segments) the keys fall in: memcached's t/issue_29.t
+/// stores two empty items and wants `1:used_chunks` 1 then 2. Pages are
+/// segments; a chunk is an item of the mean size.
+#[test]
+fn used_chunks_counts_items() {
+    let l = Larder::start(&["-t", "2"]);
+    let mut c = l.connect();
+    let slabs = |c: &mut Client| -> HashMap<String, u64> {
+        c.stats("slabs").into_iter().filter_map(|(k, v)| Some((k, v.parse().ok()?))).collect()
+    };
+    for n in 1..=40u64 {
+        c.expect(format!("set k{n} 0 0 0\r\n\r\n").as_bytes(), b"STORED\r\n");
+        assert_eq!(slabs(&mut c)["1:used_chunks"], n);
+    }
+    fill(&mut c, "v", 500, 0, &[b'x'; 300]);
+    let s = slabs(&mut c);
+    assert_eq!(s["1:used_chunks"], 540);
+    assert_eq!(s["1:total_chunks"], s["1:chunks_per_page"] * s["1:total_pages"]);
+    assert_eq!(s["1:free_chunks"], s["1:total_chunks"] - 540);
+    assert!((200..400).contains(&s["1:chunk_size"]), "mean item size: {s:?}");
+}

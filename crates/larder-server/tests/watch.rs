@@ -178,6 +178,14 @@ fn traffic(port: u16) -> Vec<String> {
     let mut w = watcher(port, "fetchers mutations");
     let mut c = Client::connect(port);
     for (req, end) in TEXT {
+        if *req == "flush_all\r\n" {
+            // Items used in flush_all's second or the one before are unlinked
+            // by the flush itself from memcached 1.6.25 (a later read logs
+            // not_found), and found flushed by 1.6.18: older ones are found
+            // flushed by both (the same-second case: the store's unit tests
+            // and tests/reference-1638).
+            std::thread::sleep(std::time::Duration::from_millis(2100));
+        }
         if end.is_empty() {
             c.send(req.as_bytes());
         } else {

@@ -29,8 +29,11 @@ pub fn free_ports(n: usize) -> Vec<u16> {
 
 /// How many ports a launcher tries before giving up.
 const TRIES: usize = 10;
-/// How long one start may take to answer.
-const START_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one start may take to answer. Generous: a warm restart loads
+/// its snapshot before it answers (warm_restart.rs's 1 GiB took over 10 s
+/// once on a loaded 2-core machine), and a start that fails fails fast
+/// anyway (the child exits).
+const START_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Credentials a server started with `-Y` wants before it answers `stats`.
 pub type Credentials<'a> = Option<(&'a str, &'a str)>;

@@ -580,12 +580,20 @@ fn slabs(srv: &Server, s: &mut Snapshot) {
     let st = srv.store_stats();
     let t = srv.counters().totals();
     if st.segments_used > 0 {
-        s.u64("1:chunk_size", st.segment_size);
-        s.u64("1:chunks_per_page", 1);
+        // A page is a segment; a chunk is one item of the mean size of the
+        // items in pages (large objects live outside them), so used_chunks
+        // counts items as memcached's does (t/issue_29.t) and the fill
+        // ratio used/total means what it means there.
+        let items = st.curr_items.saturating_sub(st.large_objects);
+        let chunk = (st.bytes.saturating_sub(st.large_bytes) / items.max(1)).clamp(1, st.segment_size.max(1));
+        let per_page = st.segment_size / chunk;
+        let total = per_page * st.segments_used;
+        s.u64("1:chunk_size", chunk);
+        s.u64("1:chunks_per_page", per_page);
         s.u64("1:total_pages", st.segments_used);
-        s.u64("1:total_chunks", st.segments_used);
-        s.u64("1:used_chunks", st.segments_used);
-        s.u64("1:free_chunks", 0);
+        s.u64("1:total_chunks", total);
+        s.u64("1:used_chunks", items);
+        s.u64("1:free_chunks", total.saturating_sub(items));
         s.u64("1:free_chunks_end", 0);
         s.u64("1:get_hits", t.get_hits);
         s.u64("1:cmd_set", t.cmd_set);
