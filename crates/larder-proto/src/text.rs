@@ -448,11 +448,27 @@ fn command<'a>(t: &Tokens<'a>, input: Input<'a>, consumed: usize, limits: &Limit
     }
 }
 
-/// A meta command: [`crate::meta::parse`]. (memcached 1.6.40's tokeniser
-/// also refuses, as a bad format, a line with a flag token starting with
-/// neither a letter nor a digit, and a meta line without a key; larder still
-/// answers those as 1.6.38 does: see docs/notes-arity-1645.md.)
+/// A meta command's line-level checks, then [`crate::meta::parse`].
+/// memcached 1.6.40's tokeniser refuses a flag token (from the third token
+/// on; the fourth for `ms`, whose third is the length) that starts with
+/// neither a letter (or one of ``[\\]^_` ``: bytes 65 to 122) nor a digit,
+/// before anything else is read: the whole line is then a bad format, and
+/// an `ms` data block is not swallowed. (1.6.18 to 1.6.38 answered the
+/// flag's own error, `CLIENT_ERROR invalid flag` and the like.)
 fn meta<'a>(name: &[u8], t: &Tokens<'a>, input: Input<'a>, consumed: usize, limits: &Limits) -> Parsed<'a> {
+    if name != b"mn" {
+        let first_flag = if name == b"ms" { 3 } else { 2 };
+        let bad_flag = t
+            .line
+            .split(|&b| b == b' ')
+            .filter(|w| !w.is_empty())
+            .take(MAX_REAL_TOKENS)
+            .skip(first_flag)
+            .any(|w| !(65..123).contains(&w[0]) && !w[0].is_ascii_digit());
+        if bad_flag {
+            return Line { consumed }.error(BAD_FORMAT);
+        }
+    }
     crate::meta::parse(name, t.line, t.len, input, consumed, limits).map(Request::Meta)
 }
 
