@@ -338,15 +338,10 @@ fn refuse(cx: &mut Ctx<'_>, parsed: Parsed<'_>, out: &mut Output) -> Step {
 /// stream it takes over).
 fn watch_start(srv: &crate::state::server::Server, args: &[u8], pipelined: bool, out: &mut Vec<u8>) -> Option<Reserved> {
     let words: Vec<&[u8]> = args.split(|&b| b == b' ').filter(|w| !w.is_empty()).collect();
-    // memcached sets noreply from the last token before looking at the
-    // rest, so `... noreply` silences the error it then gives (`noreply` is
-    // no watch argument).
-    let noreply = words.last() == Some(&&b"noreply"[..]);
-    let mut reply = |line: &str| {
-        if !noreply {
-            larder_proto::reply::line(out, line);
-        }
-    };
+    // memcached 1.6.40 reads `watch` as a data command, without `noreply`
+    // (1.6.18 to 1.6.38 silenced its errors with a last `noreply`): a
+    // `noreply` is an unknown watch word, answered `ERROR`.
+    let mut reply = |line: &str| larder_proto::reply::line(out, line);
     if !srv.insight().log.enabled() {
         reply(larder_proto::reply::WATCH_NOT_ALLOWED);
         return None;
