@@ -1088,3 +1088,85 @@ fn silent_error_then_the_data_block_is_a_command() {
     assert_eq!(err(&buf[..9]), BAD_FORMAT);
     assert_eq!(err(&buf[9..]), BAD_FORMAT);
 }
+
+/// What memcached 1.6.45 does with each line (measured with its binary;
+/// docs/notes-arity-1645.md has the full table): "E <error> <swallow>",
+/// "S <swallow>" (silent), "R" (a request), "C" (close).
+#[test]
+fn request_lines_as_memcached_1_6_45_reads_them() {
+    let bad = BAD_FORMAT;
+    let table: &[(&[u8], &str)] = &[
+        (b"\r\n", "E bad 0"),
+        (b" \r\n", "E bad 0"),
+        (b"\x00\r\n", "E bad 0"),
+        (b"\n", "E bad 0"),
+        (b"ab\n", "E bad 0"),
+        (b"  \r\n", "E ERROR 0"),
+        (b"\x00\x00\r\n", "E ERROR 0"),
+        (b"GET k\r\n", "E ERROR 0"),
+        (b"foo\r\n", "E ERROR 0"),
+        (b"foo noreply\r\n", "S 0"),
+        (b"bget k\r\n", "E ERROR 0"),
+        (b" get k\r\n", "E ERROR 0"),
+        (b"get\r\n", "E bad 0"),
+        (b"gets\r\n", "E bad 0"),
+        (b"gat\r\n", "E bad 0"),
+        (b"gat 0\r\n", "E bad 0"),
+        (b"gats 0 k\r\n", "R"),
+        (b"incr\r\n", "E bad 0"),
+        (b"incr k\r\n", "E bad 0"),
+        (b"incr k 1 2 3\r\n", "R"),
+        (b"incr k noreply\r\n", "S 0"),
+        (b"delete\r\n", "E bad 0"),
+        (b"delete k 0 noreply x\r\n", "R"),
+        (b"touch k\r\n", "E bad 0"),
+        (b"touch k 1 2 3\r\n", "R"),
+        (b"set\r\n", "E bad 0"),
+        (b"set k 0 0\r\n", "E bad 0"),
+        (b"set k 0 0 noreply\r\n", "E bad 0"),
+        (b"set k 0 0 x noreply\r\n", "E bad 0"),
+        (b"set k x 0 1\r\n", "E bad 3"),
+        (b"set k 0 x 1 noreply\r\n", "S 3"),
+        (b"cas k 0 0 1\r\n", "E bad 3"),
+        (b"cas foo 0 0 6 \r\n", "E bad 8"),
+        (b"cas foo 0 0 6 noreply\r\n", "S 8"),
+        (b"cas k 0 0 1 x noreply\r\n", "S 3"),
+        (b"verbosity\r\n", "E bad 0"),
+        (b"verbosity noreply\r\n", "S 0"),
+        (b"verbosity 1 2 3\r\n", "R"),
+        (b"flush_all 1 2 3\r\n", "R"),
+        (b"flush_all noreply 5\r\n", "E CLIENT_ERROR invalid exptime argument 0"),
+        (b" flush_all\r\n", "R"),
+        (b"cache_memlimit\r\n", "E ERROR 0"),
+        (b"cache_memlimit 100 2 3\r\n", "R"),
+        (b"shutdown noreply\r\n", "S 0"),
+        (b"slabs noreply\r\n", "R"),
+        (b"version foo\r\n", "R"),
+        (b"quit foo\r\n", "R"),
+        (b" version\r\n", "E ERROR 0"),
+        (b"stats foo\r\n", "R"),
+        (b"mg\r\n", "E bad 0"),
+        (b"md\r\n", "E bad 0"),
+        (b"mg k !\r\n", "E bad 0"),
+        (b"ms k 1 !\r\n", "E bad 0"),
+        (b"mn foo\r\n", "R"),
+        (b"HTTP/1.1\r\n", "E ERROR 0"),
+        (b"gx / HTTP/1.1\r\n", "C"),
+        (b"GET / HTTP/1.1\r\n", "C"),
+    ];
+    for &(line, want) in table {
+        let got = match p(line) {
+            Parsed::Error { error, consumed, swallow } if consumed == line.len() => {
+                format!("E {} {swallow}", if error == bad { "bad" } else { error })
+            }
+            Parsed::Silent { consumed, swallow } if consumed == line.len() => format!("S {swallow}"),
+            // A storage line's request needs its block: its line parsed fine.
+            Parsed::Request { .. } | Parsed::Incomplete { needed: Some(_) } => "R".to_string(),
+            Parsed::Close => "C".to_string(),
+            other => format!("{other:?}"),
+        };
+        assert_eq!(got, want, "{:?}", String::from_utf8_lossy(line));
+    }
+    // The storage lines that read: their blocks are then data.
+    assert!(matches!(store_req(b"set k 0 0 1 noreply extra\r\nx\r\n"), (_, _, _, _, _, false)));
+}
