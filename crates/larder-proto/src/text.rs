@@ -217,7 +217,8 @@ const MAX_LEADING_SPACES: usize = 100;
 
 /// Parse one request from the front of `buf`.
 ///
-/// Framing and limits, as memcached 1.6.18 does them:
+/// Framing and limits (the line length rules as in memcached 1.6.18, which
+/// 1.6.45 keeps; the rest as 1.6.40 and later, see the module docs):
 ///
 /// * Without a `\n` in `buf`: wait while `buf` holds at most
 ///   `limits.max_line` bytes. Beyond that, keep waiting only for a line that
@@ -225,16 +226,19 @@ const MAX_LEADING_SPACES: usize = 100;
 ///   `limits.max_get_line` long; otherwise [`Parsed::Close`]. memcached only
 ///   applies the limit to bytes still lacking a newline, so a complete line
 ///   already in `buf` is parsed whatever its length.
-/// * Unknown commands answer `ERROR`, but a line whose command is unknown and
-///   does not begin with one of memcached's dispatch letters (`g s a c i d t`,
-///   or a two-letter `m..`) and whose last counted token starts with `HTTP/`
-///   closes the connection.
-/// * Arity errors answer `ERROR` even with `noreply`; argument errors after
-///   the arity check are suppressed by a final `noreply` token
+/// * Unknown commands answer `ERROR` (silenced by a final `noreply`), but an
+///   unknown line of at least two counted tokens whose last starts with
+///   `HTTP/` closes the connection.
+/// * A missing required token is [`BAD_FORMAT`], never silent (memcached
+///   reads `noreply` only once a command has its tokens); argument errors
+///   after that are suppressed by a final `noreply` token
 ///   ([`Parsed::Silent`]). A misspelled `noreply` is just an extra token
 ///   (`set k 0 0 1 norepl` stores and replies).
 /// * `delete <key>` ignores any tokens after the key but a final `noreply`
 ///   (memcached 1.6.40; 1.6.18 accepted only `0` there).
+/// * A storage line refused once its length is read swallows its data block
+///   (`swallow` in [`Parsed::Error`] / [`Parsed::Silent`]); one refused
+///   before (too few tokens, a length it cannot read) swallows nothing.
 /// * A storage command's item size is checked (see [`item_size`]) as soon as
 ///   its line is complete; its data block is then swallowed unbuffered
 ///   ([`Parsed::TooLarge`]). Otherwise the data block is exactly `bytes + 2`

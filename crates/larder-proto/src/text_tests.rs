@@ -1,5 +1,7 @@
 //! Unit tests for the text parser. Expected replies were checked against
-//! memcached 1.6.18 (see the module docs of `text.rs`).
+//! memcached 1.6.18, and those of the request-line rules memcached 1.6.40
+//! changed against the 1.6.45 binary (see the module docs of `text.rs` and
+//! docs/notes-arity-1645.md).
 
 use super::*;
 use larder_testkit::XorShift64Star;
