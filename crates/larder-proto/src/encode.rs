@@ -143,7 +143,7 @@ pub fn text_request(out: &mut Vec<u8>, request: &Request<'_>) {
             out.extend_from_slice(b"debugtime");
             signed(out, offset);
         }
-        Request::Admin { command, args } => {
+        Request::Admin { command, args, .. } => {
             out.extend_from_slice(admin_name(command));
             if !args.is_empty() {
                 token(out, args);

@@ -441,8 +441,8 @@ pub(crate) fn parse<'a>(
     toks.next();
     let key = match toks.next() {
         Some(k) => k,
-        None if command == MetaCommand::Debug => return error(BAD_FORMAT, consumed, 0),
-        None => return error(ERROR, consumed, 0),
+        // No key: a bad format (1.6.18 to 1.6.38 answered `ERROR` but for `me`).
+        None => return error(BAD_FORMAT, consumed, 0),
     };
     if key.len() > KEY_MAX_LENGTH {
         return error(BAD_FORMAT, consumed, 0);

@@ -74,10 +74,11 @@ fn commands() {
 
 #[test]
 fn arity() {
-    assert_eq!(e(b"mg\r\n"), ERROR);
-    assert_eq!(e(b"ms\r\n"), ERROR);
-    assert_eq!(e(b"md\r\n"), ERROR);
-    assert_eq!(e(b"ma\r\n"), ERROR);
+    // No key: a bad format (memcached 1.6.40; 1.6.18 and 1.6.38: ERROR).
+    assert_eq!(e(b"mg\r\n"), BAD_FORMAT);
+    assert_eq!(e(b"ms\r\n"), BAD_FORMAT);
+    assert_eq!(e(b"md\r\n"), BAD_FORMAT);
+    assert_eq!(e(b"ma\r\n"), BAD_FORMAT);
     assert_eq!(e(b"me\r\n"), BAD_FORMAT);
     assert_eq!(e(b"ms foo\r\n"), BAD_FORMAT);
     assert_eq!(e(b"mz foo\r\n"), ERROR);
@@ -143,10 +144,45 @@ fn typed_flags() {
         assert_eq!(r.key_binary(), letter == b'b');
     }
     // `E` is valid in larder (explicit CAS; memcached after 1.6.18).
-    for &letter in b"ABGHKQSUVWXYZadegijmnoprwyz0!~" {
+    for &letter in b"ABGHKQSUVWXYZadegijmnoprwyz0[`" {
         let line = [&b"mg k "[..], &[letter], b"\r\n"].concat();
         assert_eq!(e(&line), INVALID_FLAG, "{}", letter as char);
     }
+}
+
+/// memcached 1.6.40's tokeniser refuses a meta line whose flag token starts
+/// with a byte outside 65..=122 that is not a digit, before any flag is
+/// read (1.6.18 and 1.6.38: the flag's own error). Replies checked with
+/// the 1.6.45 binary.
+#[test]
+fn bad_flag_byte() {
+    for line in [
+        &b"mg k !\r\n"[..],
+        b"mg k ~\r\n",
+        b"mg k {\r\n",
+        b"mg k @\r\n",
+        b"mg k -5\r\n",
+        b"mg k \x80\r\n",
+        b"mg k \x7f\r\n",
+        b"mg k v !\r\n",
+        b"mg k O12 !\r\n",
+        b"md k q !\r\n",
+        b"ma k N0 J5 ~\r\n",
+        b"me k !\r\n",
+        b"mg k v v v v v v v v v v v v v v v v v v v v !\r\n",
+    ] {
+        assert_eq!(e(line), BAD_FORMAT, "{:?}", String::from_utf8_lossy(line));
+    }
+    // `ms`: from the fourth token; the data block is not swallowed.
+    let p = crate::text::parse(b"ms k 1 !\r\nx\r\n", &Limits::default());
+    assert_eq!(p, Parsed::Error { error: BAD_FORMAT, consumed: 10, swallow: 0 });
+    assert_eq!(e(b"ms k 1 T1 \x80\r\n"), BAD_FORMAT);
+    // The key may start with anything; a flag past the 23rd token is not
+    // looked at (the line is then too long for the flags).
+    assert!(matches!(crate::text::parse(b"mg ! v\r\n", &Limits::default()), Parsed::Request { .. }));
+    assert_eq!(e(b"mg k v v v v v v v v v v v v v v v v v v v v v !\r\n"), "CLIENT_ERROR options flags are too long");
+    assert_eq!(e(b"mg k [\r\n"), INVALID_FLAG);
+    assert_eq!(e(b"mg k 5\r\n"), INVALID_FLAG);
 }
 
 #[test]
@@ -160,8 +196,7 @@ fn error_precedence() {
     assert_eq!(e(b"mg k Tx v v\r\n"), DUPLICATE_FLAG);
     assert_eq!(e(b"mg k Tx Z\r\n"), INVALID_FLAG);
     assert_eq!(e(b"mg k v vv\r\n"), DUPLICATE_FLAG);
-    assert_eq!(e(b"mg k \x80\r\n"), DUPLICATE_FLAG);
-    assert_eq!(e(b"mg k \x7f\r\n"), DUPLICATE_FLAG);
+    // (`mg k \x80`: a bad format since 1.6.40, see bad_flag_byte)
     assert_eq!(e(b"mg k M\r\n"), M_TOKEN_LENGTH);
     assert_eq!(e(b"mg abc b\r\n"), DECODING_KEY);
     // md and ma have one message for every flag error.
@@ -217,9 +252,10 @@ fn error_precedence() {
     assert!(mreq(b"mg k O123456789012345678901234567890123\r\n").opaque_too_long());
     assert!(mreq(b"ma k O123456789012345678901234567890123\r\n").opaque_too_long());
     assert!(!mreq(b"mg k O1234567890123456789012345678901\r\n").opaque_too_long());
-    // A NUL ends the command text.
-    let r = mreq(b"mg k v\0 q\r\n");
-    assert!(r.flags.has(b'v') && !r.quiet());
+    // A NUL is an ordinary byte of a token (memcached 1.6.40; 1.6.18 to
+    // 1.6.38 ended the command text there).
+    let r = mreq(b"mg k\0x v\r\n");
+    assert!(r.key() == b"k\0x" && r.flags.has(b'v'));
 }
 
 #[test]
@@ -869,7 +905,7 @@ fn recorded_vectors() {
                 continue;
             }
         };
-        if got != v.reply {
+        if got != v.reply && !short_lines_refused(v.reply, &got) {
             failures.push(format!(
                 "{}:\n  memcached: {:?}\n  larder:    {:?}",
                 v.name,
@@ -1132,7 +1168,13 @@ fn recorded_random_requests_error_alike() {
         if uses_newer_flag(input) {
             continue; // 1.6.18 refuses `E` and `x`; larder accepts them (see meta.rs)
         }
+        if newer_flag_byte(input) {
+            continue; // 1.6.40 refuses the whole line (see newer_flag_byte)
+        }
         let got = error_lines(input);
+        if short_lines_refused(errors, &got) {
+            continue; // 1.6.40 answers a line shorter than 4 bytes otherwise (see short_lines_refused)
+        }
         if got != errors && reads_numbers_differently(input) {
             strict_differs += 1;
             continue; // 1.6.45 reads this flag's number strictly (crate::number)
@@ -1199,15 +1241,47 @@ fn uses_newer_flag(request: &[u8]) -> bool {
     matches!(words.next(), Some(b"mg" | b"ms" | b"md" | b"ma")) && words.skip(1).any(|w| matches!(w[0], b'E' | b'x'))
 }
 
+/// memcached 1.6.18 recorded `ERROR` for the leftovers of these streams
+/// (a bare `\r\n` after a refused data block, a `\n` alone), lines
+/// shorter than 4 bytes, which 1.6.40 and later answer `CLIENT_ERROR bad
+/// command line format` (docs/differences.md; the text parser's tests
+/// check that rule against 1.6.45's replies): `got` is the recording with
+/// some of its bare `ERROR` lines read that way, and nothing else changed.
+fn short_lines_refused(recorded: &[u8], got: &[u8]) -> bool {
+    let rec: Vec<&[u8]> = recorded.split_inclusive(|&b| b == b'\n').collect();
+    let new: Vec<&[u8]> = got.split_inclusive(|&b| b == b'\n').collect();
+    rec.len() == new.len()
+        && rec != new
+        && rec.iter().zip(&new).all(|(r, n)| r == n || (*r == b"ERROR\r\n" && *n == b"CLIENT_ERROR bad command line format\r\n"))
+}
+
+/// A meta line with a flag token (among the first 23 tokens) starting
+/// with neither a letter nor a digit: 1.6.40's tokeniser refuses the whole
+/// line as a bad format where 1.6.18 answered the flag's own error
+/// (`bad_flag_byte` checks the rule against 1.6.45's replies).
+fn newer_flag_byte(request: &[u8]) -> bool {
+    let line = request.split(|&b| b == b'\n').next().unwrap_or(b"");
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let mut words = line.split(|&b| b == b' ').filter(|w| !w.is_empty()).take(23);
+    let skip = match words.next() {
+        Some(b"ms") => 2,
+        Some(b"mg" | b"md" | b"ma" | b"me") => 1,
+        _ => return false,
+    };
+    words.skip(skip).any(|w| !(65..123).contains(&w[0]) && !w[0].is_ascii_digit())
+}
+
 /// A request whose 1.6.18 reply a later release changed: [`uses_newer_flag`],
-/// `ms` with `s` (1.6.20 prints the size), `mg` with `C` (1.6.40 may
-/// withhold the value), every `me` (1.6.24 prints `exp=` unnegated).
+/// [`newer_flag_byte`], `ms` with `s` (1.6.20 prints the size), `mg` with
+/// `C` (1.6.40 may withhold the value), every `me` (1.6.24 prints `exp=`
+/// unnegated).
 fn newer_reply(request: &[u8]) -> bool {
     let line = request.split(|&b| b == b'\n').next().unwrap_or(b"");
     let mut words = line.split(|&b| b == b' ' || b == b'\r').filter(|w| !w.is_empty());
     let cmd = words.next();
     let flags = || line.split(|&b| b == b' ' || b == b'\r').filter(|w| !w.is_empty()).skip(2);
     uses_newer_flag(request)
+        || newer_flag_byte(request)
         || cmd == Some(b"me")
         || (cmd == Some(b"ms") && flags().skip(1).any(|w| w == b"s"))
         || (cmd == Some(b"mg") && flags().any(|w| w[0] == b'C'))

@@ -8,16 +8,30 @@
 //! close the connection (what memcached does with a line that is too long and
 //! is not a `get`, or with an HTTP request).
 //!
-//! Tokenising follows memcached 1.6.18 (`proto_text.c`), whose quirks clients
-//! and memcached's own test suite observe:
+//! The request line is read as memcached 1.6.40 and later read it (their
+//! shared request parser, `proto_parser.c`, replaced 1.6.18's tokeniser; see
+//! docs/differences.md for what 1.6.18 and 1.6.38 answered instead):
 //!
-//! * A line ends at `\n`; one `\r` before it is dropped (unless the line is
-//!   just `\r`). A NUL byte ends the command early: memcached tokenises a C
-//!   string, so whatever follows a NUL on the line is ignored.
+//! * A line ends at `\n`; one `\r` before it is dropped. A line shorter
+//!   than 4 bytes with its `\r\n` (so `\r\n`, ` \r\n`, `a\r\n`, `\n`) is
+//!   `CLIENT_ERROR bad command line format`. A NUL byte is an ordinary byte
+//!   of a token.
 //! * Tokens are separated by one or more spaces (only `' '`: a tab is part of
-//!   a token). Only the first 23 tokens count toward a command's arity; the
-//!   rest of the line is ignored, except by the get family, whose keys run to
-//!   the end of the line and are all validated here.
+//!   a token). Only the first 23 tokens are counted; the rest of the line is
+//!   ignored, except by the get family, whose keys run to the end of the
+//!   line and are all validated here.
+//! * The command name is what comes before the line's first space, so a
+//!   line starting with a space names no data command (` get k` is
+//!   `ERROR`); only the administrative commands (`flush_all`, `verbosity`,
+//!   `shutdown`, `cache_memlimit`, `slabs`, `lru`, `lru_crawler`,
+//!   `extstore`, `refresh_certs`) are looked up by their first token, so
+//!   leading spaces do not matter to them.
+//! * A command missing a required token (`get`, `gat 0`, `set k 0 0`,
+//!   `incr k`, `delete`, `mg`) is `CLIENT_ERROR bad command line format`;
+//!   tokens beyond those a command reads are ignored (`touch k 1 2 3`
+//!   touches). `noreply` is the line's last counted token, whatever came
+//!   before it, and silences any reply sent as a single line (an unknown
+//!   command's `ERROR` too).
 //! * Numbers are read as memcached 1.6.45 reads them. The storage line's
 //!   flags, exptime and length keep the rules of C's `strtoul`/`strtol`
 //!   inside memcached's `safe_strto*` helpers: leading whitespace and a
@@ -105,9 +119,8 @@ pub enum Request<'a> {
         keys: Keys<'a>,
         cas: bool,
     },
-    /// `gat`/`gats`: get and touch. `exptime` is the raw protocol value
-    /// (memcached's `int32_t`: wider numbers arrive truncated). `keys` may
-    /// be empty (`gat 10` answers just `END`).
+    /// `gat`/`gats`: get and touch. `exptime` is the raw protocol value,
+    /// an `int32_t`. `keys` holds at least one key.
     Gat {
         exptime: i64,
         keys: Keys<'a>,
@@ -171,10 +184,13 @@ pub enum Request<'a> {
         offset: i64,
     },
     /// An administrative command; see [`AdminCommand`]. `args` is the rest
-    /// of the line after the command name, trimmed of spaces.
+    /// of the line after the command name, trimmed of spaces. `noreply`:
+    /// the line's last counted token is `noreply`, which silences a reply
+    /// memcached sends as one line (`OK`, `ERROR`, ...).
     Admin {
         command: AdminCommand,
         args: &'a [u8],
+        noreply: bool,
     },
     /// A meta command (`mg ms md ma mn me`); see [`crate::meta`].
     Meta(MetaRequest<'a>),
@@ -201,7 +217,8 @@ const MAX_LEADING_SPACES: usize = 100;
 
 /// Parse one request from the front of `buf`.
 ///
-/// Framing and limits, as memcached 1.6.18 does them:
+/// Framing and limits (the line length rules as in memcached 1.6.18, which
+/// 1.6.45 keeps; the rest as 1.6.40 and later, see the module docs):
 ///
 /// * Without a `\n` in `buf`: wait while `buf` holds at most
 ///   `limits.max_line` bytes. Beyond that, keep waiting only for a line that
@@ -209,16 +226,19 @@ const MAX_LEADING_SPACES: usize = 100;
 ///   `limits.max_get_line` long; otherwise [`Parsed::Close`]. memcached only
 ///   applies the limit to bytes still lacking a newline, so a complete line
 ///   already in `buf` is parsed whatever its length.
-/// * Unknown commands answer `ERROR`, but a line whose command is unknown and
-///   does not begin with one of memcached's dispatch letters (`g s a c i d t`,
-///   or a two-letter `m..`) and whose last counted token starts with `HTTP/`
-///   closes the connection.
-/// * Arity errors answer `ERROR` even with `noreply`; argument errors after
-///   the arity check are suppressed by a final `noreply` token
+/// * Unknown commands answer `ERROR` (silenced by a final `noreply`), but an
+///   unknown line of at least two counted tokens whose last starts with
+///   `HTTP/` closes the connection.
+/// * A missing required token is [`BAD_FORMAT`], never silent (memcached
+///   reads `noreply` only once a command has its tokens); argument errors
+///   after that are suppressed by a final `noreply` token
 ///   ([`Parsed::Silent`]). A misspelled `noreply` is just an extra token
 ///   (`set k 0 0 1 norepl` stores and replies).
 /// * `delete <key>` ignores any tokens after the key but a final `noreply`
 ///   (memcached 1.6.40; 1.6.18 accepted only `0` there).
+/// * A storage line refused once its length is read swallows its data block
+///   (`swallow` in [`Parsed::Error`] / [`Parsed::Silent`]); one refused
+///   before (too few tokens, a length it cannot read) swallows nothing.
 /// * A storage command's item size is checked (see [`item_size`]) as soon as
 ///   its line is complete; its data block is then swallowed unbuffered
 ///   ([`Parsed::TooLarge`]). Otherwise the data block is exactly `bytes + 2`
@@ -283,7 +303,7 @@ fn no_newline<'a>(buf: &[u8], limits: &Limits) -> Parsed<'a> {
 /// for the `noreply` and `HTTP/` checks: a small array to initialise on
 /// every call.
 struct Tokens<'a> {
-    /// The command text: the line without its `\r\n`, cut at the first NUL.
+    /// The command text: the line without its `\r\n`.
     line: &'a [u8],
     spans: [(usize, usize); KEPT_TOKENS],
     /// The last counted token.
@@ -297,14 +317,12 @@ struct Tokens<'a> {
     longest_tail: usize,
 }
 
-/// The bytes that end a token: a space, the line's `\n`, or a NUL (which
-/// ends the command text). A table keeps the per-byte loop to one load and
-/// one test.
+/// The bytes that end a token: a space or the line's `\n`. A table keeps
+/// the per-byte loop to one load and one test.
 static ENDS_TOKEN: [bool; 256] = {
     let mut t = [false; 256];
     t[b' ' as usize] = true;
     t[b'\n' as usize] = true;
-    t[0] = true;
     t
 };
 
@@ -340,7 +358,7 @@ impl<'a> Tokens<'a> {
             match buf.get(i) {
                 None => return None,
                 Some(b' ') => self.push(start, i),
-                Some(b'\n') => {
+                Some(_) => {
                     // One `\r` before the `\n` is dropped, unless it is the
                     // whole line (memcached tests the line's length).
                     let end = if i > 1 && buf[i - 1] == b'\r' {
@@ -353,16 +371,6 @@ impl<'a> Tokens<'a> {
                     }
                     self.line = &buf[..end];
                     return Some(i + 1);
-                }
-                Some(_) => {
-                    // memcached tokenises a C string: a NUL ends the command
-                    // text, though the line still runs to its `\n`.
-                    if start < i {
-                        self.push(start, i);
-                    }
-                    let newline = i + buf[i..].iter().position(|&b| b == b'\n')?;
-                    self.line = &buf[..i];
-                    return Some(newline + 1);
                 }
             }
         }
@@ -404,15 +412,22 @@ impl<'a> Tokens<'a> {
     }
 }
 
+/// memcached's shortest request line, `\r\n` included: a two-letter
+/// command with its line end.
+const MIN_LINE: usize = 4;
+
 /// Dispatch on the command name.
 fn command<'a>(t: &Tokens<'a>, input: Input<'a>, consumed: usize, limits: &Limits) -> Parsed<'a> {
     let line = Line { consumed };
-    // No command is shorter than two bytes; an empty line is `ERROR` too.
-    if t.len == 0 || t.get(0).len() < 2 {
-        return line.error(ERROR);
+    if consumed < MIN_LINE {
+        return line.error(BAD_FORMAT);
     }
-    match t.get(0) {
-        b"get" | b"bget" => get(t, line, false),
+    // The name is what precedes the line's first space: empty when the
+    // line starts with one, which then only the administrative commands
+    // (looked up by their first token) can match.
+    let name = t.line.split(|&b| b == b' ').next().unwrap_or(b"");
+    match name {
+        b"get" => get(t, line, false),
         b"gets" => get(t, line, true),
         b"gat" => gat(t, line, false),
         b"gats" => gat(t, line, true),
@@ -426,40 +441,72 @@ fn command<'a>(t: &Tokens<'a>, input: Input<'a>, consumed: usize, limits: &Limit
         b"incr" => arith(t, line, true),
         b"decr" => arith(t, line, false),
         b"touch" => touch(t, line),
-        b"flush_all" => flush_all(t, line),
         b"version" => line.request(Request::Version),
         b"quit" => line.request(Request::Quit),
-        b"verbosity" => verbosity(t, line),
         b"stats" => line.request(Request::Stats {
             args: trim(t.after(0)),
         }),
+        b"watch" => admin(t, line, AdminCommand::Watch, 1),
+        b"mg" | b"ms" | b"md" | b"ma" | b"mn" | b"me" => meta(name, t, input, consumed, limits),
+        _ => by_first_token(t, line),
+    }
+}
+
+/// A meta command's line-level checks, then [`crate::meta::parse`].
+/// memcached 1.6.40's tokeniser refuses a flag token (from the third token
+/// on; the fourth for `ms`, whose third is the length) that starts with
+/// neither a letter (or one of ``[\\]^_` ``: bytes 65 to 122) nor a digit,
+/// before anything else is read: the whole line is then a bad format, and
+/// an `ms` data block is not swallowed. (1.6.18 to 1.6.38 answered the
+/// flag's own error, `CLIENT_ERROR invalid flag` and the like.)
+fn meta<'a>(name: &[u8], t: &Tokens<'a>, input: Input<'a>, consumed: usize, limits: &Limits) -> Parsed<'a> {
+    if name != b"mn" {
+        let first_flag = if name == b"ms" { 3 } else { 2 };
+        let bad_flag = t
+            .line
+            .split(|&b| b == b' ')
+            .filter(|w| !w.is_empty())
+            .take(MAX_REAL_TOKENS)
+            .skip(first_flag)
+            .any(|w| !(65..123).contains(&w[0]) && !w[0].is_ascii_digit());
+        if bad_flag {
+            return Line { consumed }.error(BAD_FORMAT);
+        }
+    }
+    crate::meta::parse(name, t.line, t.len, input, consumed, limits).map(Request::Meta)
+}
+
+/// A line whose name is none of the data commands: memcached looks its
+/// first token up among the administrative commands; failing that it is
+/// unknown.
+fn by_first_token<'a>(t: &Tokens<'a>, line: Line) -> Parsed<'a> {
+    if t.len == 0 {
+        return line.error(ERROR);
+    }
+    match t.get(0) {
+        b"flush_all" => flush_all(t, line),
+        b"verbosity" => verbosity(t, line),
         b"shutdown" => shutdown(t, line),
         b"cache_memlimit" => cache_memlimit(t, line),
         b"debugtime" => debugtime(t, line),
         b"slabs" => admin(t, line, AdminCommand::Slabs, 1),
         b"lru" => admin(t, line, AdminCommand::Lru, 2),
         b"lru_crawler" => admin(t, line, AdminCommand::LruCrawler, 1),
-        b"watch" => admin(t, line, AdminCommand::Watch, 1),
         b"extstore" => admin(t, line, AdminCommand::Extstore, 2),
         b"refresh_certs" => admin(t, line, AdminCommand::RefreshCerts, 1),
         b"track" => admin(t, line, AdminCommand::Track, 2),
-        b"mg" | b"ms" | b"md" | b"ma" | b"mn" | b"me" => {
-            crate::meta::parse(t.get(0), t.line, t.len, input, consumed, limits).map(Request::Meta)
-        }
         _ => unknown(t, line),
     }
 }
 
-/// An unrecognised command. memcached dispatches on the first letter and
-/// answers `ERROR` inside each letter's branch; only a command falling
-/// through all of them gets the HTTP check that closes the connection.
+/// An unrecognised command: a line of at least two tokens whose last
+/// counted one starts with `HTTP/` closes the connection; otherwise
+/// `ERROR`, which a final `noreply` silences.
 fn unknown<'a>(t: &Tokens<'a>, line: Line) -> Parsed<'a> {
-    let name = t.get(0);
-    let dispatched = (name[0] == b'm' && name.len() == 2) || b"gsacidt".contains(&name[0]);
-    if !dispatched && t.last().starts_with(b"HTTP/") {
+    if t.len > 1 && t.last().starts_with(b"HTTP/") {
         return Parsed::Close;
     }
-    line.error(ERROR)
+    line.fail(ERROR, t.noreply())
 }
 
 /// The command line's extent, to build results that consume exactly it.
@@ -501,10 +548,12 @@ fn key_ok(key: &[u8]) -> bool {
     key.len() <= KEY_MAX_LENGTH
 }
 
-/// `get|gets|bget <key>*`: at least one key, all of them at most 250 bytes.
+/// `get|gets <key>*`: at least one key, all of them at most 250 bytes.
+/// (1.6.18's `bget` is gone since 1.6.40: `ERROR`.) A final `noreply` is
+/// just a key.
 fn get<'a>(t: &Tokens<'a>, line: Line, cas: bool) -> Parsed<'a> {
     if t.len < 2 {
-        return line.error(ERROR);
+        return line.error(BAD_FORMAT);
     }
     if !key_ok(t.get(1)) || t.longest_tail > KEY_MAX_LENGTH {
         return line.error(BAD_FORMAT);
@@ -515,11 +564,11 @@ fn get<'a>(t: &Tokens<'a>, line: Line, cas: bool) -> Parsed<'a> {
     })
 }
 
-/// `gat|gats <exptime> <key>*`: the exptime is checked before the keys, and
-/// zero keys is fine.
+/// `gat|gats <exptime> <key>+`: at least one key; the exptime is checked
+/// before the keys. A final `noreply` is just a key.
 fn gat<'a>(t: &Tokens<'a>, line: Line, cas: bool) -> Parsed<'a> {
-    if t.len < 2 {
-        return line.error(ERROR);
+    if t.len < 3 {
+        return line.error(BAD_FORMAT);
     }
     let exptime = match strict_i32(t.get(1)) {
         Some(v) => i64::from(v),
@@ -546,7 +595,15 @@ enum StoreKind {
     Cas,
 }
 
-/// `<cmd> <key> <flags> <exptime> <bytes> [<cas unique>] [noreply]\r\n<data>\r\n`
+/// `<cmd> <key> <flags> <exptime> <bytes> [<cas unique>] ... [noreply]\r\n<data>\r\n`
+///
+/// memcached reads the length first: without five tokens, or with a
+/// length it cannot use, the line is a bad format whatever its last token,
+/// and nothing more is swallowed (the data line is then read as a command).
+/// Once the length is known, a bad key, flags, exptime or CAS unique (a
+/// `cas` needs a sixth token) is a bad format too, but the data block is
+/// swallowed and a final `noreply` silences the error. Tokens between the
+/// ones read and the last are ignored.
 fn store<'a>(
     t: &Tokens<'a>,
     input: Input<'a>,
@@ -554,19 +611,41 @@ fn store<'a>(
     kind: StoreKind,
     limits: &Limits,
 ) -> Parsed<'a> {
-    let args = if kind == StoreKind::Cas { 6 } else { 5 };
-    if t.len != args && t.len != args + 1 {
-        return line.error(ERROR);
+    if t.len < 5 {
+        return line.error(BAD_FORMAT);
     }
+    // memcached adds 2 for the `\r\n` in an int, so it refuses lengths that
+    // would overflow that. (The length keeps strtol's reading: see
+    // docs/differences.md.)
+    let bytes = match safe_i32(t.get(4)) {
+        Some(b) if (0..=i32::MAX - 2).contains(&b) => b,
+        _ => return line.error(BAD_FORMAT),
+    };
+    let block = bytes as usize + 2;
     let noreply = t.noreply();
+    let refuse = || {
+        if noreply {
+            Parsed::Silent {
+                consumed: line.consumed,
+                swallow: block,
+            }
+        } else {
+            Parsed::Error {
+                error: BAD_FORMAT,
+                consumed: line.consumed,
+                swallow: block,
+            }
+        }
+    };
     let key = t.get(1);
     if !key_ok(key) {
-        return line.fail(BAD_FORMAT, noreply);
+        return refuse();
     }
-    let (flags, exptime, bytes) = match (safe_u32(t.get(2)), safe_i32(t.get(3)), safe_i32(t.get(4)))
-    {
-        (Some(f), Some(e), Some(b)) => (f, i64::from(e), b),
-        _ => return line.fail(BAD_FORMAT, noreply),
+    // memcached reads flags and exptime with C's readers straight from
+    // the line, so a NUL ends them.
+    let (flags, exptime) = match (safe_u32(c_str(t.get(2))), safe_i32(c_str(t.get(3)))) {
+        (Some(f), Some(e)) => (f, i64::from(e)),
+        _ => return refuse(),
     };
     let command = match kind {
         StoreKind::Set => StoreCommand::Set,
@@ -574,17 +653,11 @@ fn store<'a>(
         StoreKind::Replace => StoreCommand::Replace,
         StoreKind::Append => StoreCommand::Append,
         StoreKind::Prepend => StoreCommand::Prepend,
-        StoreKind::Cas => match strict_u64(t.get(5)) {
+        StoreKind::Cas => match (t.len > 5).then(|| strict_u64(t.get(5))).flatten() {
             Some(unique) => StoreCommand::Cas(unique),
-            None => return line.fail(BAD_FORMAT, noreply),
+            None => return refuse(),
         },
     };
-    // memcached adds 2 for the `\r\n` in an int, so it refuses lengths that
-    // would overflow that.
-    if !(0..=i32::MAX - 2).contains(&bytes) {
-        return line.fail(BAD_FORMAT, noreply);
-    }
-    let block = bytes as usize + 2;
     if item_size(key.len(), flags, bytes as usize) > limits.item_size_max {
         return Parsed::TooLarge {
             command,
@@ -613,29 +686,15 @@ fn store<'a>(
     }
 }
 
-/// `delete <key> [anything] [noreply]` (memcached 1.6.40): the hold time
-/// of 1.4 and any other token after the key is ignored.
+/// `delete <key> ... [noreply]` (memcached 1.6.40): every token after the
+/// key but a final `noreply` is ignored (1.6.18 to 1.6.38 accepted only
+/// `0` there and refused the rest with [`DELETE_USAGE`]). `delete noreply`
+/// deletes the key `noreply`, silently.
 fn delete<'a>(t: &Tokens<'a>, line: Line) -> Parsed<'a> {
-    if !(2..=4).contains(&t.len) {
-        return line.error(ERROR);
+    if t.len < 2 {
+        return line.error(BAD_FORMAT);
     }
-    // memcached 1.6.18-1.6.38: after the key only `0` and `noreply` (in
-    // that order). Also accepted: `noreplY`, which memcached's proxy sends
-    // for a client's `noreply` so that the backend does answer (the proxy
-    // swallows the reply); those versions refuse it and the key stays
-    // (#27). It does not silence the reply: only `noreply` does. Anything
-    // else is still refused as memcached refuses it (its t/issue_3.t).
-    let mut noreply = false;
-    if t.len > 2 {
-        let hold_is_zero = t.get(2) == b"0";
-        noreply = t.noreply();
-        let proxy_noreply = t.get(t.len - 1) == b"noreplY";
-        let last_ok = noreply || proxy_noreply;
-        let valid = (t.len == 3 && (hold_is_zero || last_ok)) || (t.len == 4 && hold_is_zero && last_ok);
-        if !valid {
-            return line.fail(DELETE_USAGE, noreply);
-        }
-    }
+    let noreply = t.noreply();
     let key = t.get(1);
     if !key_ok(key) {
         return line.fail(BAD_FORMAT, noreply);
@@ -643,10 +702,10 @@ fn delete<'a>(t: &Tokens<'a>, line: Line) -> Parsed<'a> {
     line.request(Request::Delete { key, noreply })
 }
 
-/// `incr|decr <key> <delta> [noreply]`
+/// `incr|decr <key> <delta> ... [noreply]`
 fn arith<'a>(t: &Tokens<'a>, line: Line, incr: bool) -> Parsed<'a> {
-    if t.len != 3 && t.len != 4 {
-        return line.error(ERROR);
+    if t.len < 3 {
+        return line.error(BAD_FORMAT);
     }
     let noreply = t.noreply();
     let key = t.get(1);
@@ -664,10 +723,10 @@ fn arith<'a>(t: &Tokens<'a>, line: Line, incr: bool) -> Parsed<'a> {
     }
 }
 
-/// `touch <key> <exptime> [noreply]`
+/// `touch <key> <exptime> ... [noreply]`
 fn touch<'a>(t: &Tokens<'a>, line: Line) -> Parsed<'a> {
-    if t.len != 3 && t.len != 4 {
-        return line.error(ERROR);
+    if t.len < 3 {
+        return line.error(BAD_FORMAT);
     }
     let noreply = t.noreply();
     let key = t.get(1);
@@ -684,13 +743,10 @@ fn touch<'a>(t: &Tokens<'a>, line: Line) -> Parsed<'a> {
     }
 }
 
-/// `flush_all [delay] [noreply]`: the delay is read whenever the token count
-/// says there is one, so `flush_all noreply 5` fails on `noreply`, and
-/// `flush_all 5 junk` flushes in 5 seconds.
+/// `flush_all [delay] ... [noreply]`: the delay is read whenever the token
+/// count says there is one, so `flush_all noreply 5` fails on `noreply`,
+/// and `flush_all 5 junk` flushes in 5 seconds.
 fn flush_all<'a>(t: &Tokens<'a>, line: Line) -> Parsed<'a> {
-    if t.len > 3 {
-        return line.error(ERROR);
-    }
     let noreply = t.noreply();
     let mut delay = 0;
     if t.len != if noreply { 2 } else { 1 } {
@@ -702,35 +758,31 @@ fn flush_all<'a>(t: &Tokens<'a>, line: Line) -> Parsed<'a> {
     line.request(Request::FlushAll { delay, noreply })
 }
 
-/// `verbosity <level> [noreply]`; `verbosity noreply` is a silent error.
+/// `verbosity <level> ... [noreply]`; `verbosity noreply` is a silent error.
 fn verbosity<'a>(t: &Tokens<'a>, line: Line) -> Parsed<'a> {
-    if t.len != 2 && t.len != 3 {
-        return line.error(ERROR);
-    }
     let noreply = t.noreply();
-    match strict_u32(t.get(1)) {
+    match (t.len > 1).then(|| strict_u32(t.get(1))).flatten() {
         Some(level) => line.request(Request::Verbosity { level, noreply }),
         None => line.fail(BAD_FORMAT, noreply),
     }
 }
 
-/// `shutdown [graceful]`. No `noreply` here.
+/// `shutdown [graceful]`. A final `noreply` silences the refusal (even
+/// memcached's answer when shutdown is not enabled, which the server puts
+/// in place of [`INVALID_SHUTDOWN`]).
 fn shutdown<'a>(t: &Tokens<'a>, line: Line) -> Parsed<'a> {
     match t.len {
         1 => line.request(Request::Shutdown { graceful: false }),
         2 if t.get(1) == b"graceful" => line.request(Request::Shutdown { graceful: true }),
-        _ => line.error(INVALID_SHUTDOWN),
+        _ => line.fail(INVALID_SHUTDOWN, t.noreply()),
     }
 }
 
-/// `cache_memlimit <megabytes> [noreply]`: memcached answers a bad number
-/// with a bare `ERROR`.
+/// `cache_memlimit <megabytes> ... [noreply]`: memcached answers a missing
+/// or bad number with a bare `ERROR` (silenced by `noreply`).
 fn cache_memlimit<'a>(t: &Tokens<'a>, line: Line) -> Parsed<'a> {
-    if t.len != 2 && t.len != 3 {
-        return line.error(ERROR);
-    }
     let noreply = t.noreply();
-    match strict_u32(t.get(1)) {
+    match (t.len > 1).then(|| strict_u32(t.get(1))).flatten() {
         Some(mb) => line.request(Request::CacheMemlimit {
             megabytes: u64::from(mb),
             noreply,
@@ -754,13 +806,22 @@ fn debugtime<'a>(t: &Tokens<'a>, line: Line) -> Parsed<'a> {
 /// An administrative command with at least `min_tokens` tokens (counting
 /// its name), as memcached demands before looking at it.
 fn admin<'a>(t: &Tokens<'a>, line: Line, command: AdminCommand, min_tokens: usize) -> Parsed<'a> {
+    // `watch` is read as a data command (no `noreply`); `track` is
+    // larder's own and keeps its words.
+    let noreply = !matches!(command, AdminCommand::Watch | AdminCommand::Track) && t.noreply();
     if t.len < min_tokens {
-        return line.error(ERROR);
+        return line.fail(ERROR, noreply);
     }
     line.request(Request::Admin {
         command,
         args: trim(t.after(0)),
+        noreply,
     })
+}
+
+/// A token as C reads it: up to its first NUL.
+fn c_str(token: &[u8]) -> &[u8] {
+    token.split(|&b| b == 0).next().unwrap_or(token)
 }
 
 /// Strip spaces (only spaces, the token separator) from both ends.

@@ -1,5 +1,7 @@
 //! Unit tests for the text parser. Expected replies were checked against
-//! memcached 1.6.18 (see the module docs of `text.rs`).
+//! memcached 1.6.18, and those of the request-line rules memcached 1.6.40
+//! changed against the 1.6.45 binary (see the module docs of `text.rs` and
+//! docs/notes-arity-1645.md).
 
 use super::*;
 use larder_testkit::XorShift64Star;
@@ -57,6 +59,19 @@ fn silent(buf: &[u8]) {
     );
 }
 
+/// The error of a storage line refused after its length was read: the
+/// data block (`swallow` bytes) is swallowed (memcached 1.6.40).
+fn err_swallow(buf: &[u8], swallow: usize) -> &'static str {
+    match p(buf) {
+        Parsed::Error { error, consumed, swallow: s } if (consumed, s) == (buf.len(), swallow) => error,
+        other => panic!("{:?} -> {:?}", String::from_utf8_lossy(buf), other),
+    }
+}
+
+fn silent_swallow(buf: &[u8], swallow: usize) {
+    assert_eq!(p(buf), Parsed::Silent { consumed: buf.len(), swallow }, "{:?}", String::from_utf8_lossy(buf));
+}
+
 fn keys<'a>(r: &Request<'a>) -> Vec<&'a [u8]> {
     match r {
         Request::Get { keys, .. } | Request::Gat { keys, .. } => keys.collect(),
@@ -72,13 +87,14 @@ fn get_and_gets() {
     let r = req(b"gets  a   b \r\n");
     assert!(matches!(r, Request::Get { cas: true, .. }));
     assert_eq!(keys(&r), [&b"a"[..], b"b"]);
-    assert!(matches!(
-        req(b"bget a\r\n"),
-        Request::Get { cas: false, .. }
-    ));
-    assert_eq!(err(b"get\r\n"), ERROR);
-    assert_eq!(err(b"get   \r\n"), ERROR);
-    assert_eq!(err(b"gets\r\n"), ERROR);
+    // 1.6.40 dropped `bget`; a get without a key is a bad format (1.6.18
+    // and 1.6.38: ERROR).
+    assert_eq!(err(b"bget a\r\n"), ERROR);
+    assert_eq!(err(b"get\r\n"), BAD_FORMAT);
+    assert_eq!(err(b"get   \r\n"), BAD_FORMAT);
+    assert_eq!(err(b"gets\r\n"), BAD_FORMAT);
+    // A final `noreply` is a key.
+    assert_eq!(keys(&req(b"get k noreply\r\n")), [&b"k"[..], b"noreply"]);
     assert_eq!(err(b"gex a\r\n"), ERROR);
 }
 
@@ -140,11 +156,12 @@ fn gat_and_gats() {
             ..
         }
     ));
-    // No keys: memcached answers END.
-    assert_eq!(keys(&req(b"gat 10\r\n")).len(), 0);
+    // No keys: a bad format before the exptime is read (1.6.18 and 1.6.38
+    // answered END, or the exptime's error).
+    assert_eq!(err(b"gat 10\r\n"), BAD_FORMAT);
     assert_eq!(err(b"gat x a\r\n"), INVALID_EXPTIME);
-    assert_eq!(err(b"gat x\r\n"), INVALID_EXPTIME);
-    assert_eq!(err(b"gat\r\n"), ERROR);
+    assert_eq!(err(b"gat x\r\n"), BAD_FORMAT);
+    assert_eq!(err(b"gat\r\n"), BAD_FORMAT);
     // memcached 1.6.40+ reads gat's exptime strictly: at most 11
     // characters, digits only, out of an int32_t's range refused (1.6.18
     // and 1.6.38 took 300 zeros and a 1, `+5`, and truncated 4294967297 to 1).
@@ -170,8 +187,8 @@ fn numbers_of_the_text_commands_are_read_strictly() {
         assert_eq!(err(bad), INVALID_DELTA, "{}", String::from_utf8_lossy(bad));
     }
     assert!(matches!(req(b"incr k 18446744073709551615\r\n"), Request::Arith { delta: u64::MAX, .. }));
-    assert_eq!(err(b"cas k 0 0 1 +5\r\n"), BAD_FORMAT);
-    assert_eq!(err(b"cas k 0 0 1 -0\r\n"), BAD_FORMAT);
+    assert_eq!(err_swallow(b"cas k 0 0 1 +5\r\n", 3), BAD_FORMAT);
+    assert_eq!(err_swallow(b"cas k 0 0 1 -0\r\n", 3), BAD_FORMAT);
     assert_eq!(err(b"flush_all +5\r\n"), INVALID_EXPTIME);
     assert_eq!(err(b"verbosity +1\r\n"), BAD_FORMAT);
     assert_eq!(err(b"cache_memlimit +64\r\n"), ERROR);
@@ -245,21 +262,20 @@ fn storage_commands() {
 
 #[test]
 fn storage_arity_errors_are_never_silent() {
-    for line in [
-        &b"set k 0 0\r\n"[..],
-        b"set k 0 0 1 noreply x\r\n",
-        b"cas k 0 0 1\r\n",
-        b"cas k 0 0 1 2 noreply x\r\n",
-        b"add\r\n",
-        b"set k 0 0 noreply\r\n",
-    ] {
-        if line == b"set k 0 0 noreply\r\n" {
-            // 5 tokens: arity fine, `noreply` is the last token, the length is bad.
-            silent(line);
-        } else {
-            assert_eq!(err(line), ERROR, "{:?}", String::from_utf8_lossy(line));
-        }
+    // memcached 1.6.40: fewer than five tokens, or a length it cannot read,
+    // is a bad format before `noreply` is looked at, and nothing is
+    // swallowed (1.6.18 and 1.6.38: ERROR for a wrong token count).
+    for line in [&b"set k 0 0\r\n"[..], b"add\r\n", b"set\r\n", b"set k 0 0 noreply\r\n", b"set k 0 0 -1 noreply\r\n"] {
+        assert_eq!(err(line), BAD_FORMAT, "{:?}", String::from_utf8_lossy(line));
     }
+    // Extra tokens are ignored; only the last one can be `noreply`.
+    assert!(matches!(store_req(b"set k 0 0 1 noreply x\r\nx\r\n"), (StoreCommand::Set, _, _, _, _, false)));
+    assert!(matches!(store_req(b"set k 0 0 1 x noreply\r\nx\r\n"), (StoreCommand::Set, _, _, _, _, true)));
+    assert!(matches!(store_req(b"cas k 0 0 1 2 noreply x\r\nx\r\n"), (StoreCommand::Cas(2), _, _, _, _, false)));
+    // A cas without its unique: the block is swallowed (t/cas.t of 1.6.45).
+    assert_eq!(err_swallow(b"cas k 0 0 1\r\n", 3), BAD_FORMAT);
+    assert_eq!(err_swallow(b"cas foo 0 0 6 \r\n", 8), BAD_FORMAT);
+    silent_swallow(b"cas foo 0 0 6 noreply\r\n", 8);
 }
 
 #[test]
@@ -269,11 +285,11 @@ fn storage_number_parsing_matches_c() {
     assert_eq!(store_req(b"set k -18446744073709551615 0 1\r\nx\r\n").2, 1);
     assert_eq!(store_req(b"set k +7 0 1\r\nx\r\n").2, 7);
     assert_eq!(store_req(b"set k -0 0 1\r\nx\r\n").2, 0);
-    assert_eq!(err(b"set k -1 0 1\r\n"), BAD_FORMAT);
-    assert_eq!(err(b"set k 18446744073709551616 0 1\r\n"), BAD_FORMAT);
-    assert_eq!(err(b"set k 1x 0 1\r\n"), BAD_FORMAT);
-    assert_eq!(err(b"set k x 0 1\r\n"), BAD_FORMAT);
-    assert_eq!(err(b"set k 0 x 1\r\n"), BAD_FORMAT);
+    assert_eq!(err_swallow(b"set k -1 0 1\r\n", 3), BAD_FORMAT);
+    assert_eq!(err_swallow(b"set k 18446744073709551616 0 1\r\n", 3), BAD_FORMAT);
+    assert_eq!(err_swallow(b"set k 1x 0 1\r\n", 3), BAD_FORMAT);
+    assert_eq!(err_swallow(b"set k x 0 1\r\n", 3), BAD_FORMAT);
+    assert_eq!(err_swallow(b"set k 0 x 1\r\n", 3), BAD_FORMAT);
     // Digits followed by whitespace (not a separator) then anything: accepted.
     assert_eq!(store_req(b"set k 3\tjunk 0 1\r\nx\r\n").2, 3);
     assert_eq!(store_req(b"set k 0 0 1\t\r\nx\r\n").4, b"x");
@@ -296,19 +312,19 @@ fn storage_number_parsing_matches_c() {
 
 #[test]
 fn storage_bad_args_with_noreply_are_silent() {
-    silent(b"set k x 0 1 noreply\r\n");
-    silent(b"set k 0 0 -1 noreply\r\n");
-    silent(b"cas k 0 0 1 x noreply\r\n");
+    // ... and their data blocks are swallowed (memcached 1.6.40).
+    silent_swallow(b"set k x 0 1 noreply\r\n", 3);
+    silent_swallow(b"cas k 0 0 1 x noreply\r\n", 3);
     let mut line = b"set ".to_vec();
     line.extend_from_slice(&[b'k'; 251]);
     line.extend_from_slice(b" 0 0 1 noreply\r\n");
-    silent(&line);
+    silent_swallow(&line, 3);
     assert_eq!(
-        err(&line[..line.len() - 10]
+        err_swallow(&line[..line.len() - 10]
             .iter()
             .chain(b"\r\n")
             .copied()
-            .collect::<Vec<_>>()),
+            .collect::<Vec<_>>(), 3),
         BAD_FORMAT
     );
 }
@@ -322,12 +338,13 @@ fn storage_key_length() {
     let mut line = b"set ".to_vec();
     line.extend_from_slice(&[b'k'; 251]);
     line.extend_from_slice(b" 0 0 1\r\n");
-    assert_eq!(err(&line), BAD_FORMAT);
+    assert_eq!(err_swallow(&line, 3), BAD_FORMAT);
 }
 
 #[test]
 fn bad_data_chunk_consumes_the_whole_block() {
-    // memcached reads bytes+2 = 5 bytes "abcde", then "\r\n" is an empty line.
+    // memcached reads bytes+2 = 5 bytes "abcde", then "\r\n" is a line too
+    // short to hold a command (1.6.18 and 1.6.38: ERROR).
     let buf = b"set k 0 0 3\r\nabcde\r\n";
     assert_eq!(
         p(buf),
@@ -337,7 +354,7 @@ fn bad_data_chunk_consumes_the_whole_block() {
             swallow: 0
         }
     );
-    assert_eq!(err(&buf[18..]), ERROR);
+    assert_eq!(err(&buf[18..]), BAD_FORMAT);
     // Block of the right length but wrong terminator.
     let buf = b"set k 0 0 3\r\nabc\nd\r\n";
     assert_eq!(
@@ -474,19 +491,22 @@ fn delete_variants() {
             noreply: true
         }
     );
-    assert_eq!(err(b"delete k 1\r\n"), DELETE_USAGE);
-    assert_eq!(err(b"delete k noreply 0\r\n"), DELETE_USAGE);
-    assert_eq!(err(b"delete k 0 0\r\n"), DELETE_USAGE);
-    silent(b"delete k 1 noreply\r\n");
-    silent(b"delete k noreply noreply\r\n");
-    assert_eq!(err(b"delete\r\n"), ERROR);
-    assert_eq!(err(b"delete a b c d\r\n"), ERROR);
-    // memcached's proxy forwards `noreply` as `noreplY` and wants the
-    // reply: accepted, not silenced.
+    // memcached 1.6.40 ignores every token after the key but a final
+    // `noreply` (1.6.18 and 1.6.38 refused them with DELETE_USAGE, and a
+    // wrong token count with ERROR).
     let plain = |key| Request::Delete { key, noreply: false };
+    let quiet = |key| Request::Delete { key, noreply: true };
+    assert_eq!(req(b"delete k 1\r\n"), plain(b"k"));
+    assert_eq!(req(b"delete k noreply 0\r\n"), plain(b"k"));
+    assert_eq!(req(b"delete k 0 0\r\n"), plain(b"k"));
+    assert_eq!(req(b"delete k 0 noreply x\r\n"), plain(b"k"));
+    assert_eq!(req(b"delete a b c d\r\n"), plain(b"a"));
+    assert_eq!(req(b"delete k 1 noreply\r\n"), quiet(b"k"));
+    assert_eq!(req(b"delete noreply\r\n"), quiet(b"noreply"));
+    assert_eq!(err(b"delete\r\n"), BAD_FORMAT);
+    // memcached's proxy forwards `noreply` as `noreplY` and wants the reply.
     assert_eq!(req(b"delete k noreplY\r\n"), plain(b"k"));
-    assert_eq!(req(b"delete k 0 noreplY\r\n"), plain(b"k"));
-    assert_eq!(err(b"delete k 1 noreplY\r\n"), DELETE_USAGE);
+    assert_eq!(req(b"delete k 1 noreplY\r\n"), plain(b"k"));
     let mut line = b"delete ".to_vec();
     line.extend_from_slice(&[b'k'; 251]);
     assert_eq!(err(&[&line[..], b"\r\n"].concat()), BAD_FORMAT);
@@ -536,8 +556,13 @@ fn incr_decr() {
     assert_eq!(err(b"incr k -1\r\n"), INVALID_DELTA);
     assert_eq!(err(b"incr k 18446744073709551616\r\n"), INVALID_DELTA);
     silent(b"decr k x noreply\r\n");
-    assert_eq!(err(b"incr k\r\n"), ERROR);
-    assert_eq!(err(b"incr k 1 2 3\r\n"), ERROR);
+    // memcached 1.6.40: a missing delta is a bad format, extra tokens are
+    // ignored (1.6.18 and 1.6.38: ERROR for both).
+    assert_eq!(err(b"incr k\r\n"), BAD_FORMAT);
+    assert_eq!(err(b"incr\r\n"), BAD_FORMAT);
+    assert!(matches!(req(b"incr k 1 2 3\r\n"), Request::Arith { delta: 1, noreply: false, .. }));
+    assert!(matches!(req(b"incr k 1 2 noreply\r\n"), Request::Arith { delta: 1, noreply: true, .. }));
+    silent(b"incr k noreply\r\n");
 }
 
 #[test]
@@ -560,7 +585,8 @@ fn touch() {
     );
     assert_eq!(err(b"touch k x\r\n"), INVALID_EXPTIME);
     silent(b"touch k x noreply\r\n");
-    assert_eq!(err(b"touch k\r\n"), ERROR);
+    assert_eq!(err(b"touch k\r\n"), BAD_FORMAT);
+    assert!(matches!(req(b"touch k 1 2 3\r\n"), Request::Touch { exptime: 1, noreply: false, .. }));
 }
 
 #[test]
@@ -610,7 +636,11 @@ fn flush_all() {
     assert_eq!(err(b"flush_all x\r\n"), INVALID_EXPTIME);
     assert_eq!(err(b"flush_all noreply 1\r\n"), INVALID_EXPTIME);
     silent(b"flush_all x noreply\r\n");
-    assert_eq!(err(b"flush_all 1 2 3\r\n"), ERROR);
+    // Extra tokens are ignored (1.6.18 and 1.6.38: ERROR).
+    assert!(matches!(req(b"flush_all 1 2 3\r\n"), Request::FlushAll { delay: 1, noreply: false }));
+    assert!(matches!(req(b"flush_all 1 2 noreply\r\n"), Request::FlushAll { delay: 1, noreply: true }));
+    // Looked up by its first token: leading spaces are fine.
+    assert!(matches!(req(b"  flush_all\r\n"), Request::FlushAll { delay: 0, noreply: false }));
 }
 
 #[test]
@@ -636,9 +666,9 @@ fn verbosity() {
             noreply: false
         }
     );
-    assert_eq!(err(b"verbosity\r\n"), ERROR);
+    assert_eq!(err(b"verbosity\r\n"), BAD_FORMAT);
     assert_eq!(err(b"verbosity x\r\n"), BAD_FORMAT);
-    assert_eq!(err(b"verbosity 1 2 3\r\n"), ERROR);
+    assert!(matches!(req(b"verbosity 1 2 3\r\n"), Request::Verbosity { level: 1, noreply: false }));
     silent(b"verbosity noreply\r\n");
 }
 
@@ -692,7 +722,7 @@ fn simple_commands() {
 #[test]
 fn admin_commands() {
     let admin = |b: &'static [u8]| match req(b) {
-        Request::Admin { command, args } => (command, args),
+        Request::Admin { command, args, .. } => (command, args),
         other => panic!("{other:?}"),
     };
     assert_eq!(
@@ -715,28 +745,36 @@ fn admin_commands() {
 #[test]
 fn unknown_commands_and_http() {
     assert_eq!(err(b"boguscommand slkdsldkfjsd\r\n"), ERROR);
-    assert_eq!(err(b"\r\n"), ERROR);
-    assert_eq!(err(b"\n"), ERROR);
-    assert_eq!(err(b"\r\r\n"), ERROR);
+    // Lines shorter than 4 bytes with their line end are a bad format
+    // (memcached 1.6.40; 1.6.18 and 1.6.38: ERROR); longer blank ones ERROR.
+    for short in [&b"\r\n"[..], b"\n", b"\r\r\n", b" \r\n", b"x\r\n", b"\0\r\n", b"ab\n", b"x\n"] {
+        assert_eq!(err(short), BAD_FORMAT, "{:?}", String::from_utf8_lossy(short));
+    }
     assert_eq!(err(b"   \r\n"), ERROR);
-    assert_eq!(err(b"x\r\n"), ERROR);
-    assert_eq!(err(b"x HTTP/1.1\r\n"), ERROR); // one-letter command: ERROR first
+    assert_eq!(err(b"  \r\n"), ERROR);
+    assert_eq!(err(b"\0\0\r\n"), ERROR);
+    assert_eq!(err(b"xy\r\n"), ERROR);
     assert_eq!(err(b"misbehave\r\n"), ERROR);
     assert!(matches!(req(b"mg k v\r\n"), Request::Meta(_))); // meta: see meta_tests.rs
     assert_eq!(err(b"mx k v\r\n"), ERROR);
-    assert_eq!(err(b"mx HTTP/1.1\r\n"), ERROR); // two-letter m..: dispatched
+    // An unknown command's ERROR is silenced by a final noreply.
+    silent(b"foo noreply\r\n");
+    silent(b"GET k noreply\r\n");
+    assert_eq!(err(b"foo noreply x\r\n"), ERROR);
+    // Any unknown line of two tokens or more whose last starts with HTTP/
+    // closes the connection (1.6.18 and 1.6.38 answered ERROR for names
+    // starting with one of their dispatch letters, and closed on one token).
     assert_eq!(p(b"GET / HTTP/1.0\r\n"), Parsed::Close);
-    assert_eq!(
-        p(b"PUT /asdf/asd/fasdfasdf/sadf HTTP/1.1\r\n"),
-        Parsed::Close
-    );
+    assert_eq!(p(b"PUT /asdf/asd/fasdfasdf/sadf HTTP/1.1\r\n"), Parsed::Close);
     assert_eq!(p(b"DELETE HTTP/1.1\r\n"), Parsed::Close);
-    // Dispatch letters answer ERROR before any HTTP check.
-    assert_eq!(err(b"gx / HTTP/1.1\r\n"), ERROR);
-    assert_eq!(err(b"mx HTTP/1.1\r\n"), ERROR);
-    assert_eq!(p(b"mxx HTTP/1.1\r\n"), Parsed::Close);
-    // Lowercase get is a get of two keys.
+    assert_eq!(p(b"x HTTP/1.1\r\n"), Parsed::Close);
+    assert_eq!(p(b"gx / HTTP/1.1\r\n"), Parsed::Close);
+    assert_eq!(p(b"mx HTTP/1.1\r\n"), Parsed::Close);
+    assert_eq!(p(b"HTTP/1.1 HTTP/1.1\r\n"), Parsed::Close);
+    assert_eq!(err(b"HTTP/1.1\r\n"), ERROR);
+    // A known command is run whatever its last token.
     assert!(matches!(req(b"get / HTTP/1.1\r\n"), Request::Get { .. }));
+    assert!(matches!(req(b"mn HTTP/1.1\r\n"), Request::Meta(_)));
     // Only the 23rd token counts as "last".
     let mut line = b"foo".to_vec();
     for _ in 0..21 {
@@ -751,16 +789,35 @@ fn line_framing() {
     // \n without \r.
     assert_eq!(req(b"version\n"), Request::Version);
     assert_eq!(store_req(b"set k 0 0 1\nx\r\n").4, b"x");
-    // A NUL ends the command text but not the line.
-    assert_eq!(store_req(b"set k 0 0 1\x00xx\r\nx\r\n").4, b"x");
-    assert_eq!(keys(&req(b"get a\x00b c\r\n")), [&b"a"[..]]);
-    // Leading and repeated spaces.
-    assert_eq!(store_req(b"  set  k  0 0 1  \r\nx\r\n").1, b"k");
+    // A NUL is part of a token (1.6.18 and 1.6.38 ended the command text
+    // there).
+    assert_eq!(err(b"set k 0 0 1\x00xx\r\n"), BAD_FORMAT);
+    // ... but flags and exptime are read as C strings, which a NUL ends.
+    assert!(matches!(store_req(b"set k 7\x00x 8\x00 1\r\nx\r\n"), (_, _, 7, 8, _, _)));
+    assert_eq!(err_swallow(b"set k \x00 0 1\r\n", 3), BAD_FORMAT);
+    assert_eq!(keys(&req(b"get a\x00b c\r\n")), [&b"a\x00b"[..], b"c"]);
+    assert_eq!(store_req(b"set k\x000 0 0 1\r\nx\r\n").1, b"k\x000");
+    assert_eq!(err(b"get\x00 k\r\n"), ERROR);
+    // The name is what precedes the first space: a leading space names no
+    // data command (1.6.18 and 1.6.38 skipped leading spaces).
+    assert_eq!(err(b"  set  k  0 0 1  \r\n"), ERROR);
+    assert_eq!(err(b" get k\r\n"), ERROR);
+    assert_eq!(err(b" version\r\n"), ERROR);
+    assert_eq!(err(b" stats\r\n"), ERROR);
+    assert_eq!(err(b" watch\r\n"), ERROR);
+    assert!(matches!(req(b" verbosity 1\r\n"), Request::Verbosity { level: 1, .. }));
+    // Repeated spaces between tokens are fine.
+    assert_eq!(store_req(b"set  k  0 0 1  \r\nx\r\n").1, b"k");
     // A tab is not a separator.
     assert_eq!(keys(&req(b"get a\tb\r\n")), [&b"a\tb"[..]]);
     assert_eq!(err(b"stats\t\r\n"), ERROR);
+    assert_eq!(err(b"\tget k\r\n"), ERROR);
     // Only one \r is dropped.
     assert_eq!(keys(&req(b"get a\r\r\n")), [&b"a\r"[..]]);
+    // Any command ignores what follows its last token, and quit/version
+    // any token at all.
+    assert_eq!(req(b"quit foo\r\n"), Request::Quit);
+    assert_eq!(req(b"version noreply\r\n"), Request::Version);
 }
 
 #[test]
@@ -1019,14 +1076,99 @@ fn too_large_swallows_the_block_then_parsing_resumes() {
 
 #[test]
 fn silent_error_then_the_data_block_is_a_command() {
-    // memcached: nothing for the bad set (noreply), then ERROR for "abc".
+    // memcached 1.6.40: nothing for the bad set (noreply) and its 3-byte
+    // block swallowed; a refused length swallows nothing, so its data line
+    // is read as a command (1.6.18 and 1.6.38 swallowed nothing).
     let buf = b"set k x 0 1 noreply\r\nabc\r\n";
-    assert_eq!(
-        p(buf),
-        Parsed::Silent {
-            consumed: 21,
-            swallow: 0
-        }
-    );
+    assert_eq!(p(buf), Parsed::Silent { consumed: 21, swallow: 3 });
+    assert_eq!(err(&buf[24..]), BAD_FORMAT);
+    let buf = b"set k 0 0 x noreply\r\nabc\r\n";
+    assert_eq!(p(buf), Parsed::Error { error: BAD_FORMAT, consumed: 21, swallow: 0 });
     assert_eq!(err(&buf[21..]), ERROR);
+    // Too few tokens: the data line too is a bad format (1.6.18: ERROR ERROR).
+    let buf = b"set k 0\r\nx\r\n";
+    assert_eq!(err(&buf[..9]), BAD_FORMAT);
+    assert_eq!(err(&buf[9..]), BAD_FORMAT);
+}
+
+/// What memcached 1.6.45 does with each line (measured with its binary;
+/// docs/notes-arity-1645.md has the full table): "E <error> <swallow>",
+/// "S <swallow>" (silent), "R" (a request), "C" (close).
+#[test]
+fn request_lines_as_memcached_1_6_45_reads_them() {
+    let bad = BAD_FORMAT;
+    let table: &[(&[u8], &str)] = &[
+        (b"\r\n", "E bad 0"),
+        (b" \r\n", "E bad 0"),
+        (b"\x00\r\n", "E bad 0"),
+        (b"\n", "E bad 0"),
+        (b"ab\n", "E bad 0"),
+        (b"  \r\n", "E ERROR 0"),
+        (b"\x00\x00\r\n", "E ERROR 0"),
+        (b"GET k\r\n", "E ERROR 0"),
+        (b"foo\r\n", "E ERROR 0"),
+        (b"foo noreply\r\n", "S 0"),
+        (b"bget k\r\n", "E ERROR 0"),
+        (b" get k\r\n", "E ERROR 0"),
+        (b"get\r\n", "E bad 0"),
+        (b"gets\r\n", "E bad 0"),
+        (b"gat\r\n", "E bad 0"),
+        (b"gat 0\r\n", "E bad 0"),
+        (b"gats 0 k\r\n", "R"),
+        (b"incr\r\n", "E bad 0"),
+        (b"incr k\r\n", "E bad 0"),
+        (b"incr k 1 2 3\r\n", "R"),
+        (b"incr k noreply\r\n", "S 0"),
+        (b"delete\r\n", "E bad 0"),
+        (b"delete k 0 noreply x\r\n", "R"),
+        (b"touch k\r\n", "E bad 0"),
+        (b"touch k 1 2 3\r\n", "R"),
+        (b"set\r\n", "E bad 0"),
+        (b"set k 0 0\r\n", "E bad 0"),
+        (b"set k 0 0 noreply\r\n", "E bad 0"),
+        (b"set k 0 0 x noreply\r\n", "E bad 0"),
+        (b"set k x 0 1\r\n", "E bad 3"),
+        (b"set k 0 x 1 noreply\r\n", "S 3"),
+        (b"cas k 0 0 1\r\n", "E bad 3"),
+        (b"cas foo 0 0 6 \r\n", "E bad 8"),
+        (b"cas foo 0 0 6 noreply\r\n", "S 8"),
+        (b"cas k 0 0 1 x noreply\r\n", "S 3"),
+        (b"verbosity\r\n", "E bad 0"),
+        (b"verbosity noreply\r\n", "S 0"),
+        (b"verbosity 1 2 3\r\n", "R"),
+        (b"flush_all 1 2 3\r\n", "R"),
+        (b"flush_all noreply 5\r\n", "E CLIENT_ERROR invalid exptime argument 0"),
+        (b" flush_all\r\n", "R"),
+        (b"cache_memlimit\r\n", "E ERROR 0"),
+        (b"cache_memlimit 100 2 3\r\n", "R"),
+        (b"shutdown noreply\r\n", "S 0"),
+        (b"slabs noreply\r\n", "R"),
+        (b"version foo\r\n", "R"),
+        (b"quit foo\r\n", "R"),
+        (b" version\r\n", "E ERROR 0"),
+        (b"stats foo\r\n", "R"),
+        (b"mg\r\n", "E bad 0"),
+        (b"md\r\n", "E bad 0"),
+        (b"mg k !\r\n", "E bad 0"),
+        (b"ms k 1 !\r\n", "E bad 0"),
+        (b"mn foo\r\n", "R"),
+        (b"HTTP/1.1\r\n", "E ERROR 0"),
+        (b"gx / HTTP/1.1\r\n", "C"),
+        (b"GET / HTTP/1.1\r\n", "C"),
+    ];
+    for &(line, want) in table {
+        let got = match p(line) {
+            Parsed::Error { error, consumed, swallow } if consumed == line.len() => {
+                format!("E {} {swallow}", if error == bad { "bad" } else { error })
+            }
+            Parsed::Silent { consumed, swallow } if consumed == line.len() => format!("S {swallow}"),
+            // A storage line's request needs its block: its line parsed fine.
+            Parsed::Request { .. } | Parsed::Incomplete { needed: Some(_) } => "R".to_string(),
+            Parsed::Close => "C".to_string(),
+            other => format!("{other:?}"),
+        };
+        assert_eq!(got, want, "{:?}", String::from_utf8_lossy(line));
+    }
+    // The storage lines that read: their blocks are then data.
+    assert!(matches!(store_req(b"set k 0 0 1 noreply extra\r\nx\r\n"), (_, _, _, _, _, false)));
 }

@@ -33,7 +33,7 @@ pub fn fuzz_track(data: &[u8]) {
     line.extend_from_slice(rest);
     line.extend_from_slice(b"\r\n");
     check_stream(&line, &Limits::default());
-    if let Parsed::Request { request: Request::Admin { command: AdminCommand::Track, args }, .. } = parse(&line, &Limits::default()) {
+    if let Parsed::Request { request: Request::Admin { command: AdminCommand::Track, args, .. }, .. } = parse(&line, &Limits::default()) {
         check_command(args);
     }
     if pick & 2 == 2 {

@@ -125,8 +125,10 @@ fn the_124_byte_binary_request_over_tls_and_udp_leaves_the_server_up() {
     // replies, then the connection still serves.
     let mut t = TlsClient::connect(tls);
     t.expect(b"set k 0 0 4294967295\r\n", b"CLIENT_ERROR bad command line format\r\n");
-    // (as memcached 1.6.18: the next line is taken for the data block)
-    t.expect(b"ms k 4294967296\r\nmn\r\nmn\r\n", b"CLIENT_ERROR bad data chunk\r\nERROR\r\nMN\r\n");
+    // (the length read as 1.6.18 reads it, 0, so the next line is taken
+    // for the data block: docs/differences.md; the `\r\n` left over is
+    // too short a line for 1.6.40 and later, a bad format)
+    t.expect(b"ms k 4294967296\r\nmn\r\nmn\r\n", b"CLIENT_ERROR bad data chunk\r\nCLIENT_ERROR bad command line format\r\nMN\r\n");
     t.send(b"set k 0 0 2000000\r\n");
     t.send(&[b'z'; 2_000_002]);
     assert_eq!(t.line(), "SERVER_ERROR object too large for cache\r\n");

@@ -55,7 +55,9 @@ fn conversation(mut c: Client) -> Vec<Vec<u8>> {
     case(&mut c, &set("a", 3, &v1, ""), &v1, b"\r\nget a\r\n");
     // A bad chunk: refused, the old value stays, what follows is parsed.
     case(&mut c, &set("a", 0, &v2, ""), &v2, b"XYget a\r\n");
-    case(&mut c, &set("a", 0, &v2, " noreply"), &v2, b"XY\r\n");
+    // (`ZZ` after the chunk: a leftover line under 4 bytes is answered
+    // otherwise by memcached 1.6.40+, which larder follows; docs/differences.md)
+    case(&mut c, &set("a", 0, &v2, " noreply"), &v2, b"XYZZ\r\n");
     case(&mut c, &set("b", 0, &v2, " noreply"), &v2, b"\r\nget b\r\n");
     case(&mut c, format!("add b 0 0 {big}\r\n").as_bytes(), &v1, b"\r\n");
     case(&mut c, format!("add c 9 0 {}\r\n", v3.len()).as_bytes(), &v3, b"\r\nget c\r\n");

@@ -37,21 +37,21 @@ pub fn step(conv: &mut Conversation, cx: &mut Ctx<'_>, input: Input<'_>, out: &m
         }
     };
     match request {
-        Request::Admin { command: AdminCommand::LruCrawler, args } if !conv.datagram && dump_kind(args).is_some() => {
+        Request::Admin { command: AdminCommand::LruCrawler, args, .. } if !conv.datagram && dump_kind(args).is_some() => {
             let words: Vec<&[u8]> = args.split(|&b| b == b' ').filter(|w| !w.is_empty()).skip(1).collect();
             let kind = dump_kind(args).unwrap_or(metadump::Kind::Meta);
             conv.dump = metadump::start(cx.srv, kind, &words, pipelined, &mut out.buf);
             conv.after_mn = false;
             Step::Ran { consumed, close: None }
         }
-        Request::Admin { command: AdminCommand::Watch, args } if !conv.datagram => {
+        Request::Admin { command: AdminCommand::Watch, args, .. } if !conv.datagram => {
             conv.after_mn = false;
             match watch_start(cx.srv, args, pipelined, &mut out.buf) {
                 Some(reserved) => Step::Watch { consumed, reserved },
                 None => Step::Ran { consumed, close: None },
             }
         }
-        Request::Admin { command: AdminCommand::Track, args } if !conv.datagram => {
+        Request::Admin { command: AdminCommand::Track, args, .. } if !conv.datagram => {
             crate::wire::track::command(conv, cx, args, consumed, out)
         }
         request => {
@@ -206,16 +206,15 @@ fn execute(cx: &mut Ctx<'_>, req: Request<'_>, out: &mut Output, resume: usize) 
         // The slab/LRU tuning commands are answered as memcached answers
         // them, without effect (exec/tuning.rs); extstore is a subsystem
         // larder does not build: memcached's `ERROR` for an unknown command.
-        Request::Admin { command: AdminCommand::RefreshCerts, args } => {
+        Request::Admin { command: AdminCommand::RefreshCerts, noreply, .. } => {
             // memcached: noreply silences the OK, never the error.
-            let noreply = args.split(|&b| b == b' ').rfind(|w| !w.is_empty()) == Some(&b"noreply"[..]);
             match exec::admin::refresh_certs(cx) {
                 Ok(()) if !noreply => out.extend_from_slice(reply::OK),
                 Ok(()) => {}
                 Err(msg) => reply::line(out, &msg),
             }
         }
-        Request::Admin { command, args } => {
+        Request::Admin { command, args, noreply } => {
             use exec::tuning;
             let answer = match command {
                 AdminCommand::Slabs => tuning::slabs(args),
@@ -224,7 +223,9 @@ fn execute(cx: &mut Ctx<'_>, req: Request<'_>, out: &mut Output, resume: usize) 
                 // `track` over UDP: a stream needs a connection.
                 AdminCommand::Watch | AdminCommand::Extstore | AdminCommand::RefreshCerts | AdminCommand::Track => Some("ERROR"),
             };
-            if let Some(line) = answer {
+            // memcached sends these answers as single lines, which a
+            // final `noreply` silences (1.6.40 and later).
+            if let (Some(line), false) = (answer, noreply) {
                 reply::line(out, line);
             }
         }
@@ -337,15 +338,10 @@ fn refuse(cx: &mut Ctx<'_>, parsed: Parsed<'_>, out: &mut Output) -> Step {
 /// stream it takes over).
 fn watch_start(srv: &crate::state::server::Server, args: &[u8], pipelined: bool, out: &mut Vec<u8>) -> Option<Reserved> {
     let words: Vec<&[u8]> = args.split(|&b| b == b' ').filter(|w| !w.is_empty()).collect();
-    // memcached sets noreply from the last token before looking at the
-    // rest, so `... noreply` silences the error it then gives (`noreply` is
-    // no watch argument).
-    let noreply = words.last() == Some(&&b"noreply"[..]);
-    let mut reply = |line: &str| {
-        if !noreply {
-            larder_proto::reply::line(out, line);
-        }
-    };
+    // memcached 1.6.40 reads `watch` as a data command, without `noreply`
+    // (1.6.18 to 1.6.38 silenced its errors with a last `noreply`): a
+    // `noreply` is an unknown watch word, answered `ERROR`.
+    let mut reply = |line: &str| larder_proto::reply::line(out, line);
     if !srv.insight().log.enabled() {
         reply(larder_proto::reply::WATCH_NOT_ALLOWED);
         return None;
