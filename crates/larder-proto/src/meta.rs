@@ -108,7 +108,8 @@ pub const DECODING_KEY: &str = "CLIENT_ERROR error decoding key";
 pub const M_TOKEN_LENGTH: &str = "CLIENT_ERROR incorrect length for M token";
 pub const INVALID_INITIAL: &str = "CLIENT_ERROR invalid numeric initial value";
 pub const INVALID_DELTA: &str = "CLIENT_ERROR invalid numeric delta value";
-/// `md` and `ma` answer every flag error with this one string.
+/// `ma` (and `md` up to memcached 1.6.39) answer every flag error with
+/// this one string.
 pub const INVALID_OR_DUPLICATE: &str = "CLIENT_ERROR invalid or duplicate flag";
 /// `mg` with 20 or more tokens (sic, "are").
 pub const MG_TOO_MANY_FLAGS: &str = "CLIENT_ERROR options flags are too long";
@@ -470,7 +471,9 @@ pub(crate) fn parse<'a>(
         return set(req, key, toks, input, consumed, limits);
     }
     if let Err(e) = preparse(&mut req, key, toks) {
-        let e = if command == MetaCommand::Get {
+        // mg, and md from memcached 1.6.40, say which flag error it was;
+        // ma (and md up to 1.6.39) answer every one with the same string.
+        let e = if matches!(command, MetaCommand::Get | MetaCommand::Delete) {
             e
         } else {
             INVALID_OR_DUPLICATE
